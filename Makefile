@@ -1,0 +1,24 @@
+# The two entry points of the README. Both install what they need first (idempotent).
+PY := .venv/bin/python
+SHARED_CTF ?= ../shared/data/ctf
+OUT ?= out/demo
+
+.PHONY: install demo test dataset bench clean
+
+install:
+	@bash scripts/bootstrap.sh
+
+demo: install
+	@PYTHONUNBUFFERED=1 bash scripts/demo.sh "$(OUT)"
+
+test: install
+	$(PY) -m pytest -q -p no:cacheprovider tests
+
+dataset: install
+	$(PY) -m tracesynth.datasets_build --all
+
+bench: install
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf out .pytest_cache

@@ -1,0 +1,5 @@
+import sys
+
+from tracesynth.cli import main
+
+sys.exit(main())

@@ -1,0 +1,53 @@
+"""The `tracesynth` command line: thin wrappers that parse arguments and call the package.
+
+Each command group lives in its own module (one job each); they all register on `app`.
+Errors that TraceSynth raises on purpose print as one line on stderr with a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from tracesynth.cli.app import app, console_err
+
+#: Command modules, in the order their commands appear in --help (pipeline order).
+COMMAND_MODULES = [
+    "tracesynth.cli.io",
+]
+
+
+def _register() -> None:
+    for name in COMMAND_MODULES:
+        importlib.import_module(name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tracesynth.errors import TraceSynthError
+
+    _register()
+    try:
+        app(args=argv, prog_name="tracesynth", standalone_mode=False)
+    except TraceSynthError as exc:
+        console_err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        console_err.print("[bold red]interrupted[/]")
+        return 130
+    except SystemExit as exc:  # typer/click exits (e.g. --help) and commands returning a code
+        return int(exc.code or 0) if not isinstance(exc.code, str) else 1
+    except Exception as exc:  # click usage errors come as ClickException
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            return exc.exit_code
+        if isinstance(exc, click.exceptions.Abort):
+            console_err.print("[bold red]aborted[/]")
+            return 130
+        raise
+    return 0
+
+
+if __name__ == "__main__":  # python -m tracesynth.cli
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Readers: every supported input format → canonical record batches.
+
+    open_reader(path)          → a SourceReader (format auto-detected, or forced)
+    read_trace(path)           → a whole Trace in memory
+    ingest(src, out_parquet)   → streaming conversion to the canonical Parquet table
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pyarrow as pa
+
+from tracesynth.errors import ConfigError
+from tracesynth.schema import Trace, TraceMeta
+from tracesynth.sources.base import SourceReader
+from tracesynth.sources.detect import detect_format, registry
+
+
+def open_reader(path: str | Path, format: str | None = None, *, lenient: bool = False) -> SourceReader:
+    fmt = format or detect_format(path)
+    readers = registry()
+    if fmt not in readers:
+        raise ConfigError(f"unknown format {fmt!r}; choose one of: {', '.join(readers)}")
+    return readers[fmt](path, lenient=lenient)
+
+
+def _apply(meta: TraceMeta, workload: str | None) -> TraceMeta:
+    if workload:
+        meta.workload = workload
+    return meta
+
+
+def read_trace(
+    path: str | Path, format: str | None = None, *, lenient: bool = False, workload: str | None = None
+) -> Trace:
+    reader = open_reader(path, format, lenient=lenient)
+    batches = list(reader.batches())
+    return Trace.from_batches(batches, _apply(reader.meta, workload))
+
+
+def ingest(
+    src: str | Path,
+    out: str | Path,
+    format: str | None = None,
+    *,
+    lenient: bool = False,
+    workload: str | None = None,
+    on_batch: Callable[[pa.RecordBatch], None] | None = None,
+) -> TraceMeta:
+    """Convert `src` to a canonical Parquet file at `out` in bounded memory (atomic write).
+
+    Metadata that readers complete only at the end (skipped records, lost events) lands in
+    the Parquet footer, which is written last.
+    """
+    reader = open_reader(src, format, lenient=lenient)
+
+    def stream() -> Iterator[pa.RecordBatch]:
+        for batch in reader.batches():
+            if on_batch:
+                on_batch(batch)
+            yield batch
+
+    from tracesynth.sinks import write_batches
+
+    write_batches(stream(), lambda: _apply(reader.meta, workload), out, format="parquet")
+    return reader.meta
+
+
+__all__ = ["SourceReader", "detect_format", "ingest", "open_reader", "read_trace", "registry"]

@@ -1,0 +1,64 @@
+"""Parquet, CSV and JSONL: round trips through TraceSynth's own table formats, bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+import tracesynth
+from tracesynth.errors import TraceFormatError
+from tracesynth.sources import detect_format
+
+
+@pytest.mark.parametrize("suffix,fmt", [(".parquet", "parquet"), (".csv", "csv"), (".jsonl", "jsonl")])
+def test_round_trip_keeps_every_column_and_meta(tmp_path, small_trace, suffix, fmt):
+    out = tmp_path / f"t{suffix}"
+    small_trace.save(out)
+    assert detect_format(out) == fmt
+    back = tracesynth.load(out)
+    assert back.events.equals(small_trace.events)
+    assert back.meta.workload == "unit" and back.meta.kernel_version == "6.1"
+    assert back.meta.source_format == "test"  # the original source's format is kept
+
+
+def test_no_partial_output_on_failure(tmp_path, small_trace):
+    out = tmp_path / "t.parquet"
+
+    def batches():
+        yield from small_trace.batches()
+        raise RuntimeError("boom")
+
+    from tracesynth.sinks import write_batches
+
+    with pytest.raises(RuntimeError):
+        write_batches(batches(), small_trace.meta, out)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_jsonl_line_is_named_and_lenient_skips(tmp_path, small_trace):
+    out = tmp_path / "t.jsonl"
+    small_trace.save(out)
+    lines = out.read_text().splitlines()
+    lines.insert(2, '{"ts": "not-a-number", "event": "x"}')
+    out.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TraceFormatError, match=r"t\.jsonl:3: bad JSONL record"):
+        tracesynth.load(out)
+    back = tracesynth.load(out, lenient=True)
+    assert len(back) == len(small_trace) and back.meta.skipped_records == 1
+
+
+def test_csv_missing_required_column(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("ts,cpu\n1,0\n")
+    with pytest.raises(TraceFormatError, match="missing required column 'event'"):
+        tracesynth.load(bad, format="csv")
+
+
+def test_empty_and_unknown_inputs(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    with pytest.raises(TraceFormatError, match="empty file"):
+        tracesynth.load(empty)
+    with pytest.raises(TraceFormatError, match="not a CTF trace"):
+        tracesynth.load(tmp_path)
+    with pytest.raises(TraceFormatError, match="no such file"):
+        tracesynth.load(tmp_path / "missing.parquet")
