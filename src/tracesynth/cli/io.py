@@ -46,12 +46,8 @@ def ingest(
         with progress() as prog:
             task = prog.add_task(f"ingest {src.name}", total=None, rate="")
             meta = do_ingest(src, dst, format, lenient=lenient, workload=workload,
-                             on_batch=_rate_updater(prog, task, start))
+                             anonymise=anonymise, on_batch=_rate_updater(prog, task, start))
             n = int(prog.tasks[task].completed)
-        if anonymise:
-            from tracesynth import load
-
-            load(dst).with_meta(hostname=meta.anonymised().hostname).save(dst)
         msg = f"{src} → {dst}: {n:,} events ({meta.source_format})"
         if meta.skipped_records:
             msg += f", [yellow]{meta.skipped_records:,} bad records skipped[/]"

@@ -26,10 +26,10 @@ def open_reader(path: str | Path, format: str | None = None, *, lenient: bool = 
     return readers[fmt](path, lenient=lenient)
 
 
-def _apply(meta: TraceMeta, workload: str | None) -> TraceMeta:
+def _apply(meta: TraceMeta, workload: str | None, anonymise: bool = False) -> TraceMeta:
     if workload:
         meta.workload = workload
-    return meta
+    return meta.anonymised() if anonymise else meta
 
 
 def read_trace(
@@ -47,6 +47,7 @@ def ingest(
     *,
     lenient: bool = False,
     workload: str | None = None,
+    anonymise: bool = False,
     on_batch: Callable[[pa.RecordBatch], None] | None = None,
 ) -> TraceMeta:
     """Convert `src` to a canonical Parquet file at `out` in bounded memory (atomic write).
@@ -64,8 +65,8 @@ def ingest(
 
     from tracesynth.sinks import write_batches
 
-    write_batches(stream(), lambda: _apply(reader.meta, workload), out, format="parquet")
-    return reader.meta
+    write_batches(stream(), lambda: _apply(reader.meta, workload, anonymise), out, format="parquet")
+    return _apply(reader.meta, workload, anonymise)
 
 
 __all__ = ["SourceReader", "detect_format", "ingest", "open_reader", "read_trace", "registry"]
