@@ -30,6 +30,7 @@ def ingest(
     workload: str = typer.Option(None, "--workload", "-w", help="Workload label stored with the trace."),
     lenient: bool = typer.Option(False, "--lenient", help="Skip bad records and report how many."),
     anonymise: bool = typer.Option(False, "--anonymise", help="Replace the host name by a hash."),
+    vocab: Path = typer.Option(None, "--vocab", help="Event-id sequences: file mapping ids to event names."),
 ):
     """Convert real traces (LTTng CTF, ftrace, strace, event ids, CSV/JSONL) to the canonical table."""
     from tracesynth.sources import ingest as do_ingest
@@ -46,7 +47,7 @@ def ingest(
         with progress() as prog:
             task = prog.add_task(f"ingest {src.name}", total=None, rate="")
             meta = do_ingest(src, dst, format, lenient=lenient, workload=workload,
-                             anonymise=anonymise, on_batch=_rate_updater(prog, task, start))
+                             anonymise=anonymise, vocab=vocab, on_batch=_rate_updater(prog, task, start))
             n = int(prog.tasks[task].completed)
         msg = f"{src} → {dst}: {n:,} events ({meta.source_format})"
         if meta.skipped_records:
@@ -98,7 +99,8 @@ def print_summary(path, meta, s) -> None:
     table.add_column("field", style="bold")
     table.add_column("value")
     rows = [
-        ("format", f"{meta.source_format} ({meta.tracer or '?'} {meta.tracer_version or ''})".strip()),
+        ("format", meta.source_format + (
+            f" ({' '.join(x for x in (meta.tracer, meta.tracer_version) if x)})" if meta.tracer else "")),
         ("kernel", meta.kernel_version or "?"),
         ("workload", meta.workload or "-"),
         ("events", f"{s.events:,} ({s.distinct_events} distinct)"),

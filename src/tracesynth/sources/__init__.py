@@ -18,11 +18,21 @@ from tracesynth.sources.base import SourceReader
 from tracesynth.sources.detect import detect_format, registry
 
 
-def open_reader(path: str | Path, format: str | None = None, *, lenient: bool = False) -> SourceReader:
+def open_reader(
+    path: str | Path, format: str | None = None, *, lenient: bool = False, vocab: str | Path | None = None
+) -> SourceReader:
+    """Open `path` with the reader of `format` (auto-detected when None).
+
+    `vocab` (event-id sequences only) maps ids to event names; see docs/sources-text.md.
+    """
     fmt = format or detect_format(path)
     readers = registry()
     if fmt not in readers:
         raise ConfigError(f"unknown format {fmt!r}; choose one of: {', '.join(readers)}")
+    if vocab is not None:
+        if fmt != "eventids":
+            raise ConfigError(f"{path}: --vocab applies to event-id sequences, not {fmt}")
+        return readers[fmt](path, lenient=lenient, vocab=vocab)
     return readers[fmt](path, lenient=lenient)
 
 
@@ -48,6 +58,7 @@ def ingest(
     lenient: bool = False,
     workload: str | None = None,
     anonymise: bool = False,
+    vocab: str | Path | None = None,
     on_batch: Callable[[pa.RecordBatch], None] | None = None,
 ) -> TraceMeta:
     """Convert `src` to a canonical Parquet file at `out` in bounded memory (atomic write).
@@ -55,7 +66,7 @@ def ingest(
     Metadata that readers complete only at the end (skipped records, lost events) lands in
     the Parquet footer, which is written last.
     """
-    reader = open_reader(src, format, lenient=lenient)
+    reader = open_reader(src, format, lenient=lenient, vocab=vocab)
 
     def stream() -> Iterator[pa.RecordBatch]:
         for batch in reader.batches():
