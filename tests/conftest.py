@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -17,6 +18,19 @@ def ctf_trace(name: str) -> Path:
     if not (path / "metadata").exists():
         pytest.skip(f"shared LTTng trace {name} not found at {path}")
     return path
+
+
+@functools.lru_cache(maxsize=None)
+def _load_shared(name: str):
+    import tracesynth
+
+    return tracesynth.load(SHARED_CTF / name, format="ctf")
+
+
+def shared_trace(name: str):
+    """A shared LTTng trace read once per test session (callers must not mutate it)."""
+    ctf_trace(name)  # skips when the trace is absent
+    return _load_shared(name)
 
 
 @pytest.fixture

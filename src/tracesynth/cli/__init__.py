@@ -9,11 +9,17 @@ from __future__ import annotations
 import importlib
 import sys
 
+import typer
+from typer.exceptions import TyperException
+
 from tracesynth.cli.app import app, console_err
 
 #: Command modules, in the order their commands appear in --help (pipeline order).
 COMMAND_MODULES = [
     "tracesynth.cli.io",
+    "tracesynth.cli.record",
+    "tracesynth.cli.constraints",
+    "tracesynth.cli.model",
 ]
 
 
@@ -36,16 +42,16 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except SystemExit as exc:  # typer/click exits (e.g. --help) and commands returning a code
         return int(exc.code or 0) if not isinstance(exc.code, str) else 1
-    except Exception as exc:  # click usage errors come as ClickException
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            return exc.exit_code
-        if isinstance(exc, click.exceptions.Abort):
-            console_err.print("[bold red]aborted[/]")
-            return 130
-        raise
+    except typer.Abort:
+        console_err.print("[bold red]aborted[/]")
+        return 130
+    except TyperException as exc:  # usage errors: bad option, missing argument, ...
+        show = getattr(exc, "show", None)
+        if show:
+            show()
+        else:
+            console_err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        return getattr(exc, "exit_code", 2)
     return 0
 
 
