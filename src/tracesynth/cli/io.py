@@ -11,6 +11,8 @@ from rich.table import Table
 
 from tracesynth.cli.app import app, console, console_err, progress
 from tracesynth.errors import ConfigError
+from tracesynth.isolation import run_isolated
+from tracesynth.schema import TraceMeta
 
 
 def _rate_updater(prog, task, start):
@@ -20,6 +22,17 @@ def _rate_updater(prog, task, start):
         prog.update(task, rate=f"{done / max(time.perf_counter() - start, 1e-9):,.0f} ev/s")
 
     return on_batch
+
+
+def _ingest_one(src, dst, format, lenient, workload, anonymise, vocab) -> tuple[str, int]:
+    from tracesynth.sources import ingest as do_ingest
+
+    start = time.perf_counter()
+    with progress() as prog:
+        task = prog.add_task(f"ingest {src.name}", total=None, rate="")
+        meta = do_ingest(src, dst, format, lenient=lenient, workload=workload,
+                         anonymise=anonymise, vocab=vocab, on_batch=_rate_updater(prog, task, start))
+        return meta.to_json(), int(prog.tasks[task].completed)
 
 
 @app.command()
@@ -33,8 +46,6 @@ def ingest(
     vocab: Path = typer.Option(None, "--vocab", help="Event-id sequences: file mapping ids to event names."),
 ):
     """Convert real traces (LTTng CTF, ftrace, strace, event ids, CSV/JSONL) to the canonical table."""
-    from tracesynth.sources import ingest as do_ingest
-
     if len(sources) > 1 and out.suffix == ".parquet":
         raise ConfigError(f"{out}: several sources go to a directory, one .parquet each; pass a directory")
     targets = (
@@ -43,12 +54,11 @@ def ingest(
         else [(s, out / (s.name.split(".")[0] + ".parquet")) for s in sources]
     )
     for src, dst in targets:
-        start = time.perf_counter()
-        with progress() as prog:
-            task = prog.add_task(f"ingest {src.name}", total=None, rate="")
-            meta = do_ingest(src, dst, format, lenient=lenient, workload=workload,
-                             anonymise=anonymise, vocab=vocab, on_batch=_rate_updater(prog, task, start))
-            n = int(prog.tasks[task].completed)
+        # In a forked child: a decoder crash on corrupt input becomes a one-line error.
+        meta_json, n = run_isolated(
+            _ingest_one, (src, dst, format, lenient, workload, anonymise, vocab), source=src, target=dst
+        )
+        meta = TraceMeta.from_json(meta_json)
         msg = f"{src} → {dst}: {n:,} events ({meta.source_format})"
         if meta.skipped_records:
             msg += f", [yellow]{meta.skipped_records:,} bad records skipped[/]"
