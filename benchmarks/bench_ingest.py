@@ -53,6 +53,25 @@ def line_loop(path: Path) -> int:
     return n
 
 
+def peak_rss_of_ingest(path: Path, tmp: Path) -> int:
+    """Peak resident memory (bytes) of a fresh process that ingests `path`.
+
+    Read from /proc/self/status VmHWM, which belongs to the new address space; ru_maxrss would
+    carry over the parent's peak from before exec.
+    """
+    code = (
+        "import sys; from tracesynth.sources import ingest; "
+        "ingest(sys.argv[1], sys.argv[2]); "
+        "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path), str(tmp / "mem.parquet")],
+        check=True, capture_output=True, text=True,
+        env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")},
+    )
+    return int(out.stdout.split()[-1]) * 1024
+
+
 def replicate(src: Path, dst: Path, copies: int) -> Path:
     """A bigger text input: the fixture repeated (readers do not require global ts order
     across copies for throughput purposes; strace reorders within a bounded window)."""
@@ -126,6 +145,15 @@ def main() -> int:
             if target.is_dir():
                 shutil.rmtree(target)
 
+        # --- bounded memory: peak RSS of `tracesynth ingest` at 1x and 4x the input size ----
+        memory_rows = []
+        fixture = FIXTURES / "ftrace" / "syscalls_trace.txt"
+        per_copy = read_all(fixture, "ftrace")
+        for factor in (1, 4):
+            copies = max(1, factor * args.text_events // per_copy)
+            big = replicate(fixture, tmp / f"mem{factor}.txt", copies)
+            memory_rows.append((factor, copies * per_copy, big.stat().st_size, peak_rss_of_ingest(big, tmp)))
+
     print(f"trace: {args.trace} ({len(trace):,} events); best of {args.repeat}")
     print(f"{'op':5} {'format':34} {'events':>9} {'s':>7} {'ev/s':>10}  {'baseline':28} {'base ev/s':>10} {'ratio':>6}")
     for op, fmt, n, t, base_name, base in rows:
@@ -134,6 +162,12 @@ def main() -> int:
             f"{n / base:>10,.0f} {base / t:>6.2f}"
         )
     print("ratio = baseline time / our time (1.0 = as fast as the baseline)")
+    print()
+    print("bounded memory: peak RSS of `tracesynth ingest` (ftrace text) as the input grows")
+    for factor, events, size, rss in memory_rows:
+        print(f"  x{factor}: {events:>10,} events, {size / 2**20:7.1f} MiB in, peak RSS {rss / 2**20:7.1f} MiB")
+    ratio = memory_rows[-1][3] / memory_rows[0][3]
+    print(f"  peak RSS ratio x4/x1 = {ratio:.2f} (streaming: stays near 1 while the input grows 4x)")
     return 0
 
 
