@@ -15,7 +15,7 @@ test: install
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 dataset: install
-	$(PY) -m tracesynth.datasets_build --all
+	$(PY) scripts/build_dataset.py --all
 
 bench: install
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -17,6 +17,7 @@ from tracesynth.cli.app import app, console_err
 #: Command modules, in the order their commands appear in --help (pipeline order).
 COMMAND_MODULES = [
     "tracesynth.cli.io",
+    "tracesynth.cli.evaluate",
     "tracesynth.cli.record",
     "tracesynth.cli.constraints",
     "tracesynth.cli.model",
@@ -33,7 +34,11 @@ def main(argv: list[str] | None = None) -> int:
 
     _register()
     try:
-        app(args=argv, prog_name="tracesynth", standalone_mode=False)
+        # Without standalone mode, Typer returns a command's exit code (typer.Exit(n), an
+        # interrupted parse) instead of exiting; pass it on.
+        rv = app(args=argv, prog_name="tracesynth", standalone_mode=False)
+        if isinstance(rv, int) and not isinstance(rv, bool):
+            return rv
     except TraceSynthError as exc:
         console_err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         return exc.exit_code
