@@ -19,46 +19,30 @@ LIFECYCLE = (
 )
 SCHEDULING = ("sched:sched_switch", "sched:sched_wakeup")
 
+SCHED_DETAIL = (
+    "sched:sched_waking",
+    "sched:sched_wakeup_new",
+    "sched:sched_migrate_task",
+    "sched:sched_process_wait",
+    "sched:sched_process_free",
+)
+KERNEL_DETAIL = (
+    "signal:signal_generate",
+    "signal:signal_deliver",
+    "block:block_rq_issue",
+    "block:block_rq_complete",
+    "timer:hrtimer_start",
+    "timer:hrtimer_expire_entry",
+)
+DEFAULT = SYSCALLS + SCHEDULING + LIFECYCLE
+
 #: name → (events, one-line description). ``default`` is what the issue asks for; the others
 #: trade size for detail.
 PRESETS: dict[str, tuple[tuple[str, ...], str]] = {
     "minimal": (SYSCALLS + LIFECYCLE, "all syscalls (entry/exit) + fork/exec/exit"),
-    "default": (
-        SYSCALLS + SCHEDULING + LIFECYCLE,
-        "all syscalls + sched_switch, sched_wakeup + fork/exec/exit",
-    ),
-    "sched": (
-        SYSCALLS
-        + SCHEDULING
-        + LIFECYCLE
-        + (
-            "sched:sched_waking",
-            "sched:sched_wakeup_new",
-            "sched:sched_migrate_task",
-            "sched:sched_process_wait",
-            "sched:sched_process_free",
-        ),
-        "default + waking, wakeup_new, migrate_task, process_wait/free",
-    ),
-    "full": (
-        SYSCALLS
-        + SCHEDULING
-        + LIFECYCLE
-        + (
-            "sched:sched_waking",
-            "sched:sched_wakeup_new",
-            "sched:sched_migrate_task",
-            "sched:sched_process_wait",
-            "sched:sched_process_free",
-            "signal:signal_generate",
-            "signal:signal_deliver",
-            "block:block_rq_issue",
-            "block:block_rq_complete",
-            "timer:hrtimer_start",
-            "timer:hrtimer_expire_entry",
-        ),
-        "sched + signals, block requests, hrtimers",
-    ),
+    "default": (DEFAULT, "all syscalls + sched_switch, sched_wakeup + fork/exec/exit"),
+    "sched": (DEFAULT + SCHED_DETAIL, "default + waking, wakeup_new, migrate_task, process_wait/free"),
+    "full": (DEFAULT + SCHED_DETAIL + KERNEL_DETAIL, "sched + signals, block requests, hrtimers"),
 }
 
 
