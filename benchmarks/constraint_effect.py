@@ -28,27 +28,36 @@ OUT = REPO / "benchmarks" / "results" / "constraints"
 MODES = ("none", "repair", "guided")
 
 
-def generate_raw(gen, n_events: int, workload: str, seed: int, mode: str):
-    """The generator's output before repair (with the sampling guide in `guided` mode)."""
+def generate_raw(gen, n_events: int, workload: str, seed: int, mode: str, threads: int | None):
+    """The generator's output before repair (with the sampling guide in `guided` mode). A
+    model without thread ids (`light`) of a single-threaded workload is guided and checked as
+    one thread; the real runs' thread count travels in meta.extra.threads."""
     from tracesynth.constraints import ConstraintGuide
     from tracesynth.sampling import generate
 
-    guide = ConstraintGuide() if mode == "guided" else None
-    return generate(gen.model_, gen.encoder_, n_events, workload, steps=gen.sample_steps,
-                    guidance_scale=gen.guidance_scale, temperature=gen.temperature,
-                    prefix_fraction=gen.prefix_fraction, seed=seed, guide=guide)
+    guide = ConstraintGuide(single_thread=threads == 1) if mode == "guided" else None
+    trace = generate(gen.model_, gen.encoder_, n_events, workload, steps=gen.sample_steps,
+                     guidance_scale=gen.guidance_scale, temperature=gen.temperature,
+                     prefix_fraction=gen.prefix_fraction, seed=seed, guide=guide)
+    if threads is not None:
+        trace.meta.extra["threads"] = threads
+    return trace
 
 
 def run_mode(gen, workload: str, mode: str, n_events: int, seed: int, train, test, args) -> dict:
     from tracesynth.constraints import check, repair
     from tracesynth.evaluation.runner import evaluate
 
+    counts = {(t.meta.extra.get("scope") or {}).get("threads") for t in train}
+    threads = counts.pop() if len(counts) == 1 else None
     start = time.perf_counter()
     margin = 0 if mode == "none" else max(64, n_events // 20)
-    raw = generate_raw(gen, n_events + margin, workload, seed, mode)
+    raw = generate_raw(gen, n_events + margin, workload, seed, mode, threads)
     t_generate = time.perf_counter() - start
     before = check(raw)
     result = {"mode": mode, "events": n_events, "generate_s": round(t_generate, 2),
+              "real_threads": threads,
+              "rules_checked": [r.name for r in before.rules if r.status != "n/a"],
               "violations_per_1k_before_repair": before.per_1000,
               "violations_before_repair": before.per_rule}
     final = raw

@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "tracesynth.cli.record",
     "tracesynth.cli.constraints",
     "tracesynth.cli.model",
+    "tracesynth.cli.experiment",
 ]
 
 

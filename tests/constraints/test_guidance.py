@@ -1,0 +1,87 @@
+import time
+
+import numpy as np
+
+from constraint_helpers import many_threads  # noqa: F401
+from tracesynth.constraints import ConstraintGuide
+
+
+def window(events, tids, cpus=None, rets=None, decided=None):
+    n = len(events)
+    return {"event": np.array(events, dtype=object), "tid": np.array(tids, np.int64),
+            "cpu": np.array(cpus if cpus is not None else [0] * n, np.int64),
+            "ret": np.array([np.nan if r is None else r for r in (rets or [None] * n)], np.float64),
+            "decided": np.array([e is not None for e in events] if decided is None else decided)}
+
+
+E, X = "syscall_entry_", "syscall_exit_"
+
+
+def test_flags_pairing_ret_domain_and_after_exit():
+    w = window([E + "read", E + "write", X + "read", X + "close", E + "exit_group", E + "read",
+                X + "open", X + "mmap"],
+               [1, 1, 2, 2, 3, 3, 4, 4], rets=[None, None, 5, 0, None, None, 1 << 40, 4097])
+    bad = ConstraintGuide().violating_positions(w)
+    # 1 entry while read in flight; 3 exit with no pending entry on thread 2 (2 opened it:
+    # the window starts mid-call, fine); 5 syscall after exit_group; 6 fd out of domain;
+    # 7 exit after an exit (orphan) and unaligned address
+    assert np.flatnonzero(bad).tolist() == [1, 3, 5, 6, 7]
+
+
+def test_undecided_slots_are_permissive():
+    events = [E + "read", None, E + "write"]
+    w = window(events, [1, 1, 1])
+    assert not ConstraintGuide().violating_positions(w).any()
+    w = window([E + "read", None, E + "write"], [1, -1, 1])  # unknown thread between
+    assert not ConstraintGuide().violating_positions(w).any()
+    w = window([E + "read", "sched_wakeup", E + "write"], [1, 2, 1])
+    assert ConstraintGuide().violating_positions(w).tolist() == [False, False, True]
+
+
+def test_provisional_thread_ids_and_object_rets():
+    w = window([E + "close", X + "close"], [-2, -2])
+    w["ret"] = np.array([None, 7], dtype=object)
+    assert ConstraintGuide().violating_positions(w).tolist() == [False, True]
+    assert ConstraintGuide(rules=["syscall-pairing"]).violating_positions(w).tolist() == [False, False]
+
+
+def test_migration_needs_a_switch_out():
+    w = window(["irq_handler_entry", "irq_handler_entry", "sched_switch", "irq_handler_entry"],
+               [5, 5, 5, 5], cpus=[0, 1, 1, 0])
+    assert ConstraintGuide().violating_positions(w).tolist() == [False, True, False, False]
+
+
+def test_allowed_event_mask():
+    vocab = [E + "read", X + "read", X + "write", "sched_switch"]
+    w = window([E + "read", None, X + "close", None], [1, 1, 2, 2])
+    mask = ConstraintGuide().allowed_event_mask(w, vocab)
+    assert mask[1].tolist() == [False, True, False, True]  # only read's exit (or non-syscalls)
+    assert mask[3].tolist() == [True, False, False, True]  # after an exit: no exit
+    assert mask[0].all() and mask[2].all()
+
+
+def test_real_windows_are_clean_and_fast(many_threads):
+    frame = many_threads.events.slice(100_000, 4096).to_pandas()
+    w = {"event": frame.event.to_numpy(object), "tid": frame.tid.fillna(-1).to_numpy(np.int64),
+         "cpu": frame.cpu.fillna(-1).to_numpy(np.int64), "ret": frame.ret.to_numpy(np.float64),
+         "decided": np.ones(len(frame), bool)}
+    guide = ConstraintGuide()
+    assert not guide.violating_positions(w).any()
+    rng = np.random.default_rng(0)
+    masked = rng.random(len(frame)) < 0.5
+    w["event"] = np.where(masked, None, w["event"])
+    w["decided"] = ~masked
+    w["tid"] = np.where(masked, -1, w["tid"])
+    assert not guide.violating_positions(w).any()
+    timings = []
+    for _ in range(15):
+        start = time.perf_counter()
+        guide.violating_positions(w)
+        timings.append(time.perf_counter() - start)
+    assert np.median(timings) < 0.02  # target 5 ms; loose on a shared CI core
+
+
+def test_single_thread_windows_without_tids():
+    w = window([E + "read", E + "write", None, X + "write"], [-1, -1, -1, -1])
+    assert not ConstraintGuide().violating_positions(w).any()
+    assert ConstraintGuide(single_thread=True).violating_positions(w).tolist() == [False, True, False, False]

@@ -1,0 +1,80 @@
+from constraint_helpers import bug446190, build, call, dataset_runs, gzip_run, many_threads, sc  # noqa: F401
+from tracesynth.constraints import check, repair
+
+RULE = ["syscall-pairing"]
+
+
+def codes(trace):
+    report = check(trace, RULE, max_examples=20)
+    return [(e["row"], e["reason"]) for e in report.rule("syscall-pairing").examples]
+
+
+def test_real_traces_pair_every_syscall(many_threads, bug446190, dataset_runs):
+    # many-threads: 78,086 exits incl. the clone children's first exits; bug446190: old
+    # LTTng naming (sys_* / exit_syscall) mapped by the reader.
+    for trace in [many_threads, bug446190, *dataset_runs.values()]:
+        assert check(trace, RULE).per_rule == {"syscall-pairing": 0}
+
+
+def test_trace_boundaries_are_not_violations():
+    rows = [sc("read", "exit", ret=3), *call("write", 1), sc("futex", "entry")]
+    assert codes(build(rows)) == []
+
+
+def test_entry_while_in_flight_mismatch_orphan_and_ret_channel():
+    rows = [sc("read", "entry"), sc("write", "entry"),          # 1: entry while read pending
+            sc("close", "exit", ret=0),                          # 2: exit mismatches write
+            *call("getpid", 1),
+            sc("close", "exit", ret=0),                          # 5: orphan exit
+            sc("open", "entry", ret=3), sc("open", "exit"),     # 6: entry with ret, 7: exit without
+            *call("getpid", 1)]
+    found = codes(build(rows))
+    assert [r for r, _ in found] == [1, 2, 5, 6, 7]
+    assert "in flight" in found[0][1] and "match" in found[1][1] and "no pending" in found[2][1]
+    # A thread's last call may end without a return value (killed in it: strace's `= ?`).
+    assert codes(build([*call("getpid", 1), sc("exit_group", "entry"), sc("exit_group", "exit")])) == []
+
+
+def test_new_thread_starts_by_returning_from_clone():
+    fork = {"event": "sched_process_fork", "tid": 1, "cpu": 0,
+            "payload": {"parent_tid": 1, "child_tid": 2}}
+    good = build([*call("clone", 2)[:1], fork, sc("clone", "exit", tid=1, ret=2),
+                  sc("clone", "exit", tid=2, cpu=1, ret=0), *call("read", 3, tid=2, cpu=1)])
+    assert codes(good) == []
+    bad = build([fork, sc("read", "exit", tid=2, cpu=1, ret=3)])
+    assert "clone/fork" in codes(bad)[0][1]
+
+
+def test_nothing_after_exit_group_and_single_thread_variant():
+    rows = [sc("exit_group", "entry"), sc("read", "entry")]
+    assert "exit/exit_group" in codes(build(rows))[0][1]
+    light = build([{"event": "syscall_entry_read"}, {"event": "syscall_entry_write"}])
+    assert check(light, RULE).rule("syscall-pairing").status == "n/a"
+    assert check(light, RULE, assume_single_thread=True).rule("syscall-pairing").count == 1
+
+
+def test_repair_inserts_missing_halves_and_relabels_mismatches():
+    rows = [sc("read", "entry"), sc("write", "entry"), sc("write", "exit", ret=1),
+            *call("getpid", 1), sc("close", "exit", ret=0),
+            sc("open", "entry"), sc("close", "exit", ret=0)]
+    out, log = repair(build(rows), RULE)
+    assert not check(out, RULE).violated
+    ops = sorted((e["op"], e["row"]) for e in log)
+    assert ops == [("insert", 1), ("insert", 5), ("set", 7)]
+    assert repair(out, RULE)[1] == []
+
+
+def test_light_trace_of_a_single_threaded_recording_is_paired_as_one_thread(gzip_run):
+    """A light trace (event + ts) says nothing per thread, unless its metadata says it has one
+    thread (the bundled recordings store scope.threads): then pairing applies globally."""
+    from tracesynth import Trace, TraceMeta
+
+    light_events = gzip_run.events.select(["ts", "event"])
+    light = Trace(light_events, gzip_run.meta)
+    assert gzip_run.meta.extra["scope"]["threads"] == 1
+    assert check(light, RULE).rule("syscall-pairing").status == "ok"
+    assert check(light, RULE, assume_single_thread=False).rule("syscall-pairing").status == "n/a"
+    one_thread = TraceMeta(workload="gzip", extra={"threads": 1})
+    shuffled = light_events.take([0, 1, 2, 3, 3, *range(4, len(light_events))])  # brk entered twice
+    assert check(Trace(light_events.slice(1), one_thread), RULE).rule("syscall-pairing").count == 0
+    assert check(Trace(shuffled, one_thread), RULE).rule("syscall-pairing").count >= 1
