@@ -167,3 +167,9 @@ def test_split_args_respects_quotes_and_brackets():
 def test_sniff_claims_only_strace():
     for other in [TEST_DATA / "ftrace" / "syscalls_trace.txt", TEST_DATA / "eventids" / "sh_syscalls.ids"]:
         assert not StraceReader.sniff(other, other.read_bytes()[:8192])
+
+
+def test_interrupted_call_returns_the_kernel_restart_code():
+    events = read_trace(TEST_DATA / "strace" / "sh_killed.txt").to_pandas()
+    resumed = events[(events.event == "syscall_exit_rt_sigsuspend") & events.payload.str.contains("ERESTARTNOHAND")]
+    assert len(resumed) == 1 and resumed.ret.iloc[0] == -514

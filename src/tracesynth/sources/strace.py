@@ -180,7 +180,11 @@ def _ret_of(match: re.Match) -> tuple[int | None, dict]:
     if match.group("retpath") is not None:
         extra["ret_path"] = match.group("retpath")
     if text == "?":
-        return None, extra
+        # `= ? ERESTARTNOHAND`: the call was interrupted and the kernel returned its internal
+        # restart code, which strace names but cannot print as a number. Without an errno
+        # (`exit_group(0) = ?`) the call did not return at all.
+        code = errno_value(err) if err else None
+        return (-code if code is not None else None), extra
     if text.startswith("0x"):
         value = int(text, 16)
         return (value - (1 << 64) if value >= 1 << 63 else value), extra
