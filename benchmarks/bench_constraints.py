@@ -93,7 +93,8 @@ def main(argv=None) -> int:
     t_guide, _ = best(lambda: [guide.violating_positions(partial) for _ in range(20)], args.repeat)
 
     rate = lambda t: n / t  # noqa: E731
-    print(f"trace: {args.trace} ({n:,} events), one core, best of {args.repeat} (CPU time)")
+    shown = os.path.relpath(args.trace, REPO) if os.path.isabs(args.trace) else args.trace
+    print(f"trace: {shown} ({n:,} events), one core, best of {args.repeat} (CPU time)")
     print(f"baseline  read Parquet        {rate(t_read):>12,.0f} events/s")
     print(f"check     ({report.violations} violations)     {rate(t_check):>12,.0f} events/s"
           f"   {t_check / t_read:5.1f}x the Parquet read time")
