@@ -1,0 +1,151 @@
+"""`TraceSynth`: the multi-channel masked-diffusion generator behind the generator interface.
+
+    gen = TraceSynth(channels="light", context=4096).fit(traces)
+    synthetic = gen.sample(100_000, workload="gzip", seed=1)
+    gen.save("models/gzip"); TraceSynth.load("models/gzip")
+
+`fit` trains in memory (the CLI's `tracesynth train` adds checkpoints, resume and DDP); see
+docs/model.md for the encoding, the noise process, the network and the sampler.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tracesynth.errors import ConfigError
+from tracesynth.generators.base import Generator
+from tracesynth.model.config import ModelConfig, TrainConfig, size_config
+from tracesynth.schema import Trace
+
+CONSTRAINT_MODES = ("none", "repair", "guided")
+
+
+def constraint_tools(mode: str, single_thread: bool = False):
+    """(guide or None, repair function or None) for a `--constraints` mode; a clear error when
+    the constraints package cannot provide them (never a silent skip)."""
+    if mode not in CONSTRAINT_MODES:
+        raise ConfigError(f"constraints must be one of {', '.join(CONSTRAINT_MODES)}, not {mode!r}")
+    if mode == "none":
+        return None, None
+    try:
+        from tracesynth.constraints import repair
+    except ImportError as exc:
+        raise ConfigError(f"--constraints {mode}: the constraints package is not available ({exc}); "
+                          "use --constraints none") from None
+    if single_thread:
+        plain_repair = repair
+
+        def repair(trace):
+            return plain_repair(trace, assume_single_thread=True)
+
+    guide = None
+    if mode == "guided":
+        try:
+            from tracesynth.constraints import ConstraintGuide
+            # A model without thread ids, trained on one-thread runs, reads as one thread.
+            guide = ConstraintGuide(single_thread=True) if single_thread else ConstraintGuide()
+        except (ImportError, TypeError) as exc:
+            raise ConfigError(f"--constraints guided: no sampling guide available ({exc}); "
+                              "use --constraints repair or none") from None
+        if not callable(getattr(guide, "violating_positions", None)):
+            raise ConfigError("--constraints guided: the constraints package has no working sampling guide "
+                              "yet; use --constraints repair or none")
+    return guide, repair
+
+
+class TraceSynth(Generator):
+    name = "tracesynth"
+
+    def __init__(self, channels: str | list[str] = "light", context: int = 4096, size: str = "auto",
+                 train_steps: int = 300, batch_size: int = 8, lr: float = 2e-3, sample_steps: int = 16,
+                 guidance_scale: float = 1.0, temperature: float = 1.0, prefix_fraction: float = 0.25,
+                 constraints: str = "none", device: str = "auto", random_state: int = 0):
+        super().__init__(random_state)
+        self.channels = channels
+        self.context = context
+        self.size = size
+        self.train_steps = train_steps
+        self.batch_size = batch_size
+        self.lr = lr
+        self.sample_steps = sample_steps
+        self.guidance_scale = guidance_scale
+        self.temperature = temperature
+        self.prefix_fraction = prefix_fraction
+        self.constraints = constraints
+        self.device = device
+
+    def get_params(self) -> dict:
+        keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
+                "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state")
+        return {k: getattr(self, k) for k in keys}
+
+    def _configs(self) -> tuple[ModelConfig, TrainConfig]:
+        model = ModelConfig(context=self.context, **size_config(self.size, self.channels))
+        train = TrainConfig(steps=self.train_steps, batch_size=self.batch_size, lr=self.lr,
+                            seed=self.random_state, device=self.device, val_every=0, checkpoint_every=0)
+        return model, train
+
+    def _fit(self, traces_by_workload: dict[str, list[Trace]]) -> None:
+        from tracesynth.model.train import train
+
+        constraint_tools(self.constraints)  # fail before training, not after
+        traces = [t.with_meta(workload=w) for w, ts in traces_by_workload.items() for t in ts]
+        model_cfg, train_cfg = self._configs()
+        self.model_, self.encoder_, self.state_ = train(traces, None, channels=self.channels,
+                                                        model_config=model_cfg, train_config=train_cfg)
+        self.train_config_ = train_cfg
+
+    def _sample(self, n_events: int, workload: str, seed: int) -> Trace:
+        return self.generate(n_events, workload, seed)
+
+    def generate(self, n_events: int, workload: str, seed: int, steps: int | None = None,
+                 guidance_scale: float | None = None, constraints: str | None = None,
+                 on_progress=None) -> Trace:
+        """`sample` with per-call overrides and a progress callback (used by the CLI)."""
+        from tracesynth.sampling import generate
+
+        single_thread = "tid" not in self.encoder_.channels and len(self.encoder_.tid.pool) <= 1
+        guide, repair = constraint_tools(constraints or self.constraints, single_thread)
+        # Repair may drop events (an orphan exit): draw a margin, repair, then cut to size.
+        margin = 0 if repair is None else max(64, n_events // 20)
+        trace = generate(self.model_, self.encoder_, n_events + margin, workload,
+                         steps=steps or self.sample_steps,
+                         guidance_scale=self.guidance_scale if guidance_scale is None else guidance_scale,
+                         temperature=self.temperature, prefix_fraction=self.prefix_fraction, seed=seed,
+                         guide=guide, on_progress=on_progress)
+        if repair is not None:
+            fixed, edits = repair(trace)
+            if len(fixed) < n_events:
+                raise ConfigError(f"repair left {len(fixed)} of {n_events} events; try --constraints none")
+            trace = fixed.slice(0, n_events)
+            trace.meta.extra["repair_edits"] = len(edits)
+            trace.meta.extra["constraints"] = constraints or self.constraints
+        return trace
+
+    # --- persistence --------------------------------------------------------------------
+    def save(self, directory: str | Path) -> Path:
+        from tracesynth.model.checkpoint import save_checkpoint
+
+        if not hasattr(self, "model_"):
+            raise ConfigError(f"{self.name}: call fit() before save()")
+        import dataclasses
+
+        state = dataclasses.asdict(self.state_) if hasattr(self, "state_") else {}
+        state["generator"] = self.get_params()
+        return save_checkpoint(directory, self.model_, self.encoder_, getattr(self, "train_config_", None),
+                               None, state)
+
+    @classmethod
+    def load(cls, directory: str | Path, device: str = "auto") -> TraceSynth:
+        from tracesynth.model.checkpoint import load_model
+        from tracesynth.model.train import resolve_device
+
+        model, encoder, train_cfg, state = load_model(directory, resolve_device(device))
+        params = dict(state.get("generator") or {})
+        params.setdefault("channels", list(encoder.channels))
+        params["context"] = model.config.context
+        params["device"] = device
+        gen = cls(**params)
+        gen.model_, gen.encoder_, gen.train_config_ = model, encoder, train_cfg
+        gen.workloads_ = list(encoder.workloads)
+        return gen

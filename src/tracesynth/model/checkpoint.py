@@ -1,0 +1,86 @@
+"""Model directories: safetensors tensors + JSON, written atomically, never pickle.
+
+    model.safetensors      denoiser weights
+    config.json            {"model": ModelConfig, "train": TrainConfig}
+    encoder.json           the fitted TraceEncoder
+    optimizer.safetensors  AdamW moments (only while training can resume)
+    state.json             step, losses, validation history, optimizer hyperparameters
+
+The whole directory is written to a temporary sibling and renamed into place, so a kill during
+a save leaves the previous checkpoint intact.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from tracesynth.encoding.trace_encoder import TraceEncoder
+from tracesynth.errors import ConfigError
+from tracesynth.fileio import atomic_path
+from tracesynth.model.config import ModelConfig, TrainConfig, dumps
+from tracesynth.model.denoiser import Denoiser
+
+FILES = ("model.safetensors", "config.json", "encoder.json")
+
+
+def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], list]:
+    sd = optimizer.state_dict()
+    tensors = {}
+    for idx, state in sd["state"].items():
+        for key, value in state.items():
+            tensors[f"{idx}.{key}"] = torch.as_tensor(value).detach().cpu().contiguous()
+    return tensors, sd["param_groups"]
+
+
+def save_checkpoint(directory: str | Path, model: Denoiser, encoder: TraceEncoder, train: TrainConfig | None,
+                    optimizer: torch.optim.Optimizer | None = None, state: dict | None = None) -> Path:
+    directory = Path(directory)
+    weights = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    with atomic_path(directory, directory=True) as tmp:
+        save_file(weights, str(tmp / "model.safetensors"))
+        (tmp / "config.json").write_text(dumps(model.config, train))
+        (tmp / "encoder.json").write_text(json.dumps(encoder.to_json()))
+        full_state = dict(state or {})
+        if optimizer is not None:
+            tensors, groups = _optimizer_tensors(optimizer)
+            save_file(tensors, str(tmp / "optimizer.safetensors"))
+            full_state["param_groups"] = groups
+        (tmp / "state.json").write_text(json.dumps(full_state, indent=1))
+    return directory
+
+
+def _check(directory: Path) -> None:
+    missing = [f for f in FILES if not (directory / f).exists()]
+    if missing:
+        raise ConfigError(f"{directory}: not a TraceSynth model directory (missing {', '.join(missing)})")
+
+
+def load_model(directory: str | Path, device: str | torch.device = "cpu"
+               ) -> tuple[Denoiser, TraceEncoder, TrainConfig | None, dict]:
+    directory = Path(directory)
+    _check(directory)
+    config = json.loads((directory / "config.json").read_text())
+    model = Denoiser(ModelConfig.from_dict(config["model"]))
+    model.load_state_dict(load_file(str(directory / "model.safetensors")))
+    model.to(device).eval()
+    encoder = TraceEncoder.from_json((directory / "encoder.json").read_text())
+    train = TrainConfig.from_dict(config["train"]) if config.get("train") else None
+    state_path = directory / "state.json"
+    state = json.loads(state_path.read_text()) if state_path.exists() else {}
+    return model, encoder, train, state
+
+
+def load_optimizer(directory: str | Path, optimizer: torch.optim.Optimizer, state: dict) -> None:
+    path = Path(directory) / "optimizer.safetensors"
+    if not path.exists():
+        raise ConfigError(f"{directory}: no optimizer state to resume from")
+    tensors = load_file(str(path))
+    per_param: dict[int, dict] = {}
+    for key, value in tensors.items():
+        idx, name = key.split(".", 1)
+        per_param.setdefault(int(idx), {})[name] = value
+    optimizer.load_state_dict({"state": per_param, "param_groups": state["param_groups"]})

@@ -1,0 +1,108 @@
+"""Plain-dataclass configs for the denoiser and for training; both round-trip through JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+
+from tracesynth.errors import ConfigError
+
+
+@dataclass
+class ModelConfig:
+    """Shape of the denoiser. `vocab_sizes` comes from the fitted `TraceEncoder`."""
+
+    vocab_sizes: dict[str, int] = field(default_factory=dict)
+    n_workloads: int = 1
+    context: int = 4096           # training window, in events
+    d_local: int = 64             # width at full resolution (conv blocks, heads)
+    d_global: int = 128           # width at low resolution (transformer blocks)
+    local_blocks: int = 1         # conv blocks before downsampling (and as many after)
+    kernel_size: int = 7
+    dilations: tuple[int, ...] = (1, 2, 4, 8)
+    downsample: int = 16          # full → low resolution factor
+    global_blocks: int = 3
+    heads: int = 4
+    mlp_ratio: int = 2
+
+    def validate(self) -> ModelConfig:
+        if not self.vocab_sizes or "event" not in self.vocab_sizes:
+            raise ConfigError("model config needs the vocab sizes of at least the 'event' channel")
+        if self.context % self.downsample:
+            raise ConfigError(f"context {self.context} must be a multiple of downsample {self.downsample}")
+        if self.d_global % self.heads or (self.d_global // self.heads) % 2:
+            raise ConfigError(f"d_global {self.d_global} must split into {self.heads} heads of even width")
+        return self
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ModelConfig:
+        data = dict(data)
+        data["dilations"] = tuple(data.get("dilations", (1, 2, 4, 8)))
+        return cls(**data)
+
+
+#: Model sizes by name. `tiny` is for tests; `auto` picks `small` for the light model (event +
+#: dt) and `medium` when more channels must be modelled (wider, because tid/cpu/ret/procname
+#: carry more information per event than event + dt).
+SIZES = {
+    "tiny": dict(d_local=32, d_global=64, local_blocks=2, global_blocks=1, heads=2, downsample=8),
+    "small": dict(d_local=64, d_global=128, local_blocks=1, global_blocks=3, heads=4, downsample=16),
+    "medium": dict(d_local=128, d_global=192, local_blocks=2, global_blocks=3, heads=4, downsample=16),
+    "base": dict(d_local=192, d_global=256, local_blocks=3, global_blocks=6, heads=8, downsample=16),
+}
+SIZE_NAMES = ("auto", *SIZES)
+
+
+def size_config(size: str, channels) -> dict:
+    """The ModelConfig keywords of a named size (`auto`: by number of channels)."""
+    from tracesynth.encoding.channels import resolve_channels
+
+    if size == "auto":
+        size = "small" if len(resolve_channels(channels)) <= 2 else "medium"
+    if size not in SIZES:
+        raise ConfigError(f"unknown model size {size!r}; choose one of: {', '.join(SIZE_NAMES)}")
+    return dict(SIZES[size])
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 300             # default: ~5 min on 2 shared CPU cores for one workload, context 4096
+    batch_size: int = 8
+    lr: float = 2e-3
+    weight_decay: float = 0.01
+    warmup_fraction: float = 0.05
+    grad_clip: float = 1.0
+    label_dropout: float = 0.1    # classifier-free guidance: train unconditionally this often
+    loss_weighting: str = "elbo"  # "elbo" (1/t, MDLM) or "uniform" (MaskGIT-style)
+    prefix_rate: float = 0.25     # share of windows whose first `prefix_length` events stay clean
+    prefix_length: float = 0.25   # (the continuation task the window-by-window sampler poses)
+    val_fraction: float = 0.1     # tail of each trace held out for validation windows
+    val_every: int = 100
+    val_windows: int = 8
+    checkpoint_every: int = 100
+    seed: int = 0
+    device: str = "auto"
+
+    def validate(self) -> TrainConfig:
+        if self.steps < 1 or self.batch_size < 1 or self.lr <= 0:
+            raise ConfigError("steps, batch size and learning rate must be positive")
+        if self.loss_weighting not in ("elbo", "uniform"):
+            raise ConfigError(f"loss weighting must be 'elbo' or 'uniform', not {self.loss_weighting!r}")
+        if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
+            raise ConfigError(f"device must be auto, cpu or cuda, not {self.device!r}")
+        return self
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TrainConfig:
+        return cls(**data)
+
+
+def dumps(model: ModelConfig, train: TrainConfig | None) -> str:
+    return json.dumps({"model": model.to_dict(), "train": train.to_dict() if train else None}, indent=1)

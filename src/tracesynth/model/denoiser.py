@@ -1,0 +1,153 @@
+"""The denoiser: a bidirectional U-Net-like hybrid over event windows, near-linear in length.
+
+    codes (per channel, MASK where noised) ──► Σ channel embeddings + (t, workload) embedding
+      ──► local conv blocks (dilated depthwise conv + MLP), full resolution       O(L)
+      ──► downsample ×r (strided conv) ──► transformer blocks (SDPA + RoPE)        O((L/r)²)
+      ──► upsample ×r + skip ──► local conv blocks ──► one output head per channel
+
+Local structure (syscall entry → exit, softirq raise → entry → exit) lives in the dilated
+convolutions at full resolution; long-range structure (phases, which threads are active) in
+attention over L/r summary tokens, whose quadratic cost is r² smaller. Heads run only on the
+positions that need a prediction (masked positions in training, positions being revealed when
+sampling), which keeps big vocabularies cheap.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tracesynth.model.config import ModelConfig
+
+
+def _key(channel: str) -> str:
+    """Module names for a channel ("cpu" alone would clash with nn.Module.cpu)."""
+    return f"ch_{channel}"
+
+
+class LocalBlock(nn.Module):
+    """ConvNeXt-style 1D block: depthwise dilated conv, LayerNorm, pointwise MLP, residual."""
+
+    def __init__(self, width: int, kernel_size: int, dilation: int, mlp_ratio: int):
+        super().__init__()
+        self.conv = nn.Conv1d(width, width, kernel_size, padding=dilation * (kernel_size - 1) // 2,
+                              dilation=dilation, groups=width)
+        self.norm = nn.LayerNorm(width)
+        self.mlp = nn.Sequential(nn.Linear(width, width * mlp_ratio), nn.GELU(), nn.Linear(width * mlp_ratio, width))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, L, D)
+        h = self.conv(x.transpose(1, 2)).transpose(1, 2)
+        return x + self.mlp(self.norm(h))
+
+
+def rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+
+class GlobalBlock(nn.Module):
+    """Pre-norm bidirectional transformer block; rotary positions; torch SDPA kernel."""
+
+    def __init__(self, width: int, heads: int, mlp_ratio: int):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.norm2 = nn.LayerNorm(width)
+        self.mlp = nn.Sequential(nn.Linear(width, width * 2 * mlp_ratio), nn.GELU(),
+                                 nn.Linear(width * 2 * mlp_ratio, width))
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        b, n, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        q, k = rotary(q, cos, sin), rotary(k, cos, sin)
+        attn = F.scaled_dot_product_attention(q, k, v)
+        x = x + self.proj(attn.transpose(1, 2).reshape(b, n, d))
+        return x + self.mlp(self.norm2(x))
+
+
+def rotary_tables(n: int, head_dim: int, device, dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    inv = 1.0 / (10000 ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim))
+    angles = torch.arange(n, device=device, dtype=torch.float32)[:, None] * inv[None, :]
+    return angles.cos().to(dtype), angles.sin().to(dtype)
+
+
+def time_features(t: torch.Tensor, width: int) -> torch.Tensor:
+    half = width // 2
+    freqs = torch.exp(-math.log(10000.0) * torch.arange(half, device=t.device, dtype=torch.float32) / half)
+    angles = (t.float() * 1000.0)[:, None] * freqs[None, :]
+    return torch.cat([angles.sin(), angles.cos()], dim=-1)
+
+
+class Denoiser(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        config.validate()
+        self.config = config
+        self.channels = list(config.vocab_sizes)
+        d, g = config.d_local, config.d_global
+        # One extra class per channel: the MASK (absorbing) state, id = vocab size.
+        self.embed = nn.ModuleDict({_key(ch): nn.Embedding(v + 1, d) for ch, v in config.vocab_sizes.items()})
+        self.time_mlp = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, d))
+        # Workload labels plus one "no label" class for classifier-free guidance.
+        self.workload = nn.Embedding(config.n_workloads + 1, d)
+        dil = config.dilations
+        self.down_blocks = nn.ModuleList(
+            LocalBlock(d, config.kernel_size, dil[i % len(dil)], config.mlp_ratio) for i in range(config.local_blocks))
+        self.down = nn.Conv1d(d, g, config.downsample, stride=config.downsample)
+        self.cond_global = nn.Linear(d, g)
+        self.global_blocks = nn.ModuleList(
+            GlobalBlock(g, config.heads, config.mlp_ratio) for _ in range(config.global_blocks))
+        self.global_norm = nn.LayerNorm(g)
+        self.up = nn.Linear(g, d * config.downsample)
+        self.up_blocks = nn.ModuleList(
+            LocalBlock(d, config.kernel_size, dil[i % len(dil)], config.mlp_ratio) for i in range(config.local_blocks))
+        self.out_norm = nn.LayerNorm(d)
+        self.heads = nn.ModuleDict({_key(ch): nn.Linear(d, v) for ch, v in config.vocab_sizes.items()})
+
+    @property
+    def mask_ids(self) -> dict[str, int]:
+        return dict(self.config.vocab_sizes)
+
+    @property
+    def null_workload(self) -> int:
+        return self.config.n_workloads
+
+    def hidden(self, codes: dict[str, torch.Tensor], t: torch.Tensor, workload: torch.Tensor) -> torch.Tensor:
+        """Per-position features (B, L, d_local); L must be a multiple of `downsample`."""
+        r = self.config.downsample
+        x = sum(self.embed[_key(ch)](codes[ch]) for ch in self.channels)
+        b, n, _ = x.shape
+        if n % r:
+            raise ValueError(f"window length {n} is not a multiple of {r}")
+        cond = self.time_mlp(time_features(t, self.config.d_local)) + self.workload(workload)
+        x = x + cond[:, None, :]
+        for block in self.down_blocks:
+            x = block(x)
+        skip = x
+        h = self.down(x.transpose(1, 2)).transpose(1, 2) + self.cond_global(cond)[:, None, :]
+        cos, sin = rotary_tables(h.shape[1], self.config.d_global // self.config.heads, h.device, h.dtype)
+        for block in self.global_blocks:
+            h = block(h, cos, sin)
+        h = self.up(self.global_norm(h)).view(b, n, self.config.d_local)
+        x = skip + h
+        for block in self.up_blocks:
+            x = block(x)
+        return self.out_norm(x)
+
+    def logits(self, hidden: torch.Tensor, channel: str) -> torch.Tensor:
+        return self.heads[_key(channel)](hidden)
+
+    def forward(self, codes, t, workload) -> dict[str, torch.Tensor]:
+        """Logits for every channel at every position (convenient, not the fast path)."""
+        h = self.hidden(codes, t, workload)
+        return {ch: self.logits(h, ch) for ch in self.channels}
+
+
+def parameter_count(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())

@@ -1,0 +1,277 @@
+"""Training: masked-diffusion ELBO on random windows, plain PyTorch loop, DDP from torchrun.
+
+Data order and noise depend only on (seed, step), never on hidden RNG state: a run resumed
+from a checkpoint continues exactly as if it had never stopped, and N DistributedDataParallel
+processes each take 1/N of the same global batch a single process would see, so their
+averaged gradients equal single-process ones. torchrun's RANK / WORLD_SIZE / LOCAL_RANK select
+the process group (gloo on CPU, nccl on CUDA); only rank 0 writes checkpoints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from tracesynth.encoding.trace_encoder import TraceEncoder
+from tracesynth.errors import ConfigError
+from tracesynth.model.checkpoint import load_model, load_optimizer, save_checkpoint
+from tracesynth.model.config import ModelConfig, TrainConfig
+from tracesynth.model.denoiser import Denoiser
+from tracesynth.model.noise import MaskingSchedule
+from tracesynth.schema import Trace
+
+
+@dataclass
+class TrainCallbacks:
+    on_step: Callable[[int, int, float, float], None] | None = None   # step, total, loss, events/s
+    on_validation: Callable[[int, float], None] | None = None
+    on_checkpoint: Callable[[int], None] | None = None
+
+
+@dataclass
+class TrainState:
+    step: int = 0
+    train_loss: list = field(default_factory=list)       # [step, loss] every step
+    val_loss: list = field(default_factory=list)         # [step, loss]
+    val_heldout: bool = True
+    events_seen: int = 0
+    seconds: float = 0.0
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError("--device cuda: no CUDA device is available here")
+    return torch.device(name)
+
+
+class WindowSource:
+    """Random training windows and fixed held-out validation windows from encoded traces."""
+
+    def __init__(self, encoder: TraceEncoder, traces: Sequence[Trace], context: int, val_fraction: float, seed: int):
+        self.encoder = encoder
+        self.context = context
+        self.seed = seed
+        self.encoded = [encoder.encode(t) for t in traces]
+        self.labels = [encoder.workloads.index(t.meta.workload or "default") for t in traces]
+        lengths = np.array([len(e["event"]) for e in self.encoded])
+        held = np.where(lengths * val_fraction >= context, (lengths * val_fraction).astype(int), 0)
+        self.train_end = lengths - held
+        self.val_start = np.where(held > 0, self.train_end, 0)
+        self.val_end = lengths
+        self.val_heldout = bool((held > 0).any())
+        self.weights = np.maximum(self.train_end - context + 1, 0).astype(float)
+        if self.weights.sum() <= 0:
+            raise ConfigError(f"no training trace holds a full window of {context} events")
+        self.weights /= self.weights.sum()
+
+    def _collate(self, picks: list[tuple[int, int]]) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        windows = [self.encoder.window(self.encoded[i], s, self.context)[0] for i, s in picks]
+        codes = {ch: torch.as_tensor(np.stack([w[ch] for w in windows])) for ch in windows[0]}
+        return codes, torch.tensor([self.labels[i] for i, _ in picks])
+
+    def batch(self, step: int, size: int):
+        rng = np.random.default_rng([self.seed, step])
+        traces = rng.choice(len(self.encoded), size=size, p=self.weights)
+        starts = [int(rng.integers(0, self.train_end[i] - self.context + 1)) for i in traces]
+        return self._collate(list(zip(traces.tolist(), starts)))
+
+    def validation(self, n_windows: int):
+        """Evenly spaced windows over the held-out tails (or the training data, if none held)."""
+        picks = []
+        usable = [i for i in range(len(self.encoded)) if self.val_end[i] - self.val_start[i] >= self.context]
+        for k in range(n_windows):
+            i = usable[k % len(usable)]
+            span = self.val_end[i] - self.val_start[i] - self.context
+            frac = (k // len(usable) + 0.5) / max(1, math.ceil(n_windows / len(usable)))
+            picks.append((i, int(self.val_start[i] + frac * span)))
+        return self._collate(picks)
+
+
+class _HiddenOnly(torch.nn.Module):
+    """DDP wraps `forward`; this routes it to `hidden` so the heads stay in the graph."""
+
+    def __init__(self, model: Denoiser):
+        super().__init__()
+        self.model = model
+
+    def forward(self, noisy, t, labels):
+        return self.model.hidden(noisy, t, labels)
+
+
+def _noise(step: int, seed: int, codes, labels, model: Denoiser, cfg: TrainConfig):
+    gen = torch.Generator().manual_seed(int(np.random.default_rng([seed, step, 1]).integers(2**62)))
+    schedule = MaskingSchedule()
+    t = schedule.sample_t(len(labels), gen)
+    noisy, masked = schedule.mask(codes, t, model.mask_ids, gen)
+    # Some windows keep a clean prefix, as in window-by-window generation: no noise, no loss there.
+    with_prefix = torch.rand(len(labels), generator=gen) < cfg.prefix_rate
+    n_prefix = int(codes["event"].shape[1] * cfg.prefix_length)
+    if with_prefix.any() and n_prefix:
+        rows = torch.nonzero(with_prefix).flatten()
+        for ch in codes:
+            masked[ch][rows, :n_prefix] = False
+            noisy[ch][rows, :n_prefix] = codes[ch][rows, :n_prefix]
+    drop = torch.rand(len(labels), generator=gen) < cfg.label_dropout
+    labels = torch.where(drop, torch.full_like(labels, model.null_workload), labels)
+    return t, noisy, masked, labels
+
+
+def learning_rate(step: int, cfg: TrainConfig) -> float:
+    warm = max(1, int(cfg.steps * cfg.warmup_fraction))
+    if step < warm:
+        return cfg.lr * (step + 1) / warm
+    progress = (step - warm) / max(1, cfg.steps - warm)
+    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
+
+
+def _distributed() -> tuple[int, int, int]:
+    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("LOCAL_RANK", 0))
+
+
+def train(
+    traces: Sequence[Trace],
+    out_dir: str | Path | None = None,
+    *,
+    channels: str | Sequence[str] = "light",
+    model_config: ModelConfig | None = None,
+    train_config: TrainConfig | None = None,
+    resume: bool = False,
+    callbacks: TrainCallbacks | None = None,
+) -> tuple[Denoiser, TraceEncoder, TrainState]:
+    """Fit the encoder (unless resuming) and train the denoiser; checkpoint into `out_dir`."""
+    cb = callbacks or TrainCallbacks()
+    cfg = (train_config or TrainConfig()).validate()
+    rank, world, local_rank = _distributed()
+    device = resolve_device(cfg.device)
+    if device.type == "cuda" and world > 1:
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    if world > 1 and not torch.distributed.is_initialized():
+        torch.distributed.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    if cfg.batch_size % world:
+        raise ConfigError(f"batch size {cfg.batch_size} must be a multiple of the {world} processes")
+
+    state = TrainState()
+    if resume:
+        if out_dir is None or not (Path(out_dir) / "state.json").exists():
+            raise ConfigError(f"--resume: no checkpoint in {out_dir}")
+        model, encoder, saved_cfg, saved_state = load_model(out_dir, "cpu")
+        model.train()
+        cfg = dataclasses.replace(saved_cfg or cfg, steps=cfg.steps, device=cfg.device)
+        state = TrainState(**{k: v for k, v in saved_state.items() if k in TrainState.__dataclass_fields__})
+    else:
+        encoder = TraceEncoder(channels).fit(traces)
+        mc = dataclasses.replace(model_config or ModelConfig())
+        longest = max(len(t) for t in traces)
+        if longest < mc.context:  # short training data: a shorter window, same architecture
+            mc.context = max(mc.downsample, longest - longest % mc.downsample)
+        mc.vocab_sizes = encoder.vocab_sizes()
+        mc.n_workloads = len(encoder.workloads)
+        torch.manual_seed(cfg.seed)
+        model = Denoiser(mc)
+    model.to(device)
+    source = WindowSource(encoder, traces, model.config.context, cfg.val_fraction, cfg.seed)
+    state.val_heldout = source.val_heldout
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
+                                  betas=(0.9, 0.99), foreach=True)
+    if resume:
+        load_optimizer(out_dir, optimizer, saved_state)
+    wrapped = model
+    if world > 1:
+        wrapped = torch.nn.parallel.DistributedDataParallel(
+            _HiddenOnly(model), device_ids=[local_rank] if device.type == "cuda" else None)
+    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda"
+                else torch.autocast("cpu", enabled=False))
+    local = slice(rank, cfg.batch_size, world)
+
+    def forward_loss(codes, labels, t, noisy, masked, weighting):
+        with autocast:
+            hidden = wrapped(noisy, t, labels) if world > 1 else model.hidden(noisy, t, labels)
+            return _loss_from_hidden(model, hidden, codes, t, masked, weighting)
+
+    def checkpoint():
+        if out_dir is not None and rank == 0:
+            save_checkpoint(out_dir, model, encoder, cfg, optimizer, dataclasses.asdict(state))
+            if cb.on_checkpoint:
+                cb.on_checkpoint(state.step)
+
+    start_time = time.perf_counter() - state.seconds
+    while state.step < cfg.steps:
+        step = state.step
+        tick = time.perf_counter()
+        codes, labels = source.batch(step, cfg.batch_size)
+        t, noisy, masked, labels = _noise(step, cfg.seed, codes, labels, model, cfg)
+        pick = lambda d: {k: v[local].to(device) for k, v in d.items()}  # noqa: E731
+        codes_l, noisy_l, masked_l = pick(codes), pick(noisy), pick(masked)
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(step, cfg)
+        model.train()
+        loss = forward_loss(codes_l, labels[local].to(device), t[local].to(device), noisy_l, masked_l,
+                            cfg.loss_weighting).mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.grad_clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        optimizer.step()
+        value = loss.detach().float()
+        if world > 1:
+            torch.distributed.all_reduce(value)
+            value /= world
+        state.step += 1
+        state.events_seen += cfg.batch_size * model.config.context
+        state.train_loss.append([state.step, round(float(value), 5)])
+        state.seconds = time.perf_counter() - start_time
+        if cb.on_step:
+            cb.on_step(state.step, cfg.steps, float(value),
+                       cfg.batch_size * model.config.context / max(time.perf_counter() - tick, 1e-9))
+        last = state.step == cfg.steps
+        if cfg.val_every and (state.step % cfg.val_every == 0 or last):
+            val = validation_loss(model, source, cfg, device)
+            state.val_loss.append([state.step, round(val, 5)])
+            if cb.on_validation:
+                cb.on_validation(state.step, val)
+        if last or (cfg.checkpoint_every and state.step % cfg.checkpoint_every == 0):
+            checkpoint()
+    model.eval()
+    return model, encoder, state
+
+
+def _loss_from_hidden(model: Denoiser, hidden, codes, t, masked, weighting) -> torch.Tensor:
+    """Per-window loss (B,): cross-entropy of masked tokens, ELBO-weighted, in nats per event."""
+    b, n = codes["event"].shape
+    total = torch.zeros(b, device=hidden.device)
+    count = torch.zeros(b, device=hidden.device)
+    for ch in model.channels:
+        bi, pi = torch.nonzero(masked[ch], as_tuple=True)
+        logits = model.logits(hidden[bi, pi], ch).float()
+        ce = F.cross_entropy(logits, codes[ch][bi, pi], reduction="none")
+        total = total.index_add(0, bi, ce)
+        count = count.index_add(0, bi, torch.ones_like(ce))
+    if weighting == "elbo":
+        return total / t / n
+    return total / count.clamp(min=1) * len(model.channels)
+
+
+@torch.inference_mode()
+def validation_loss(model: Denoiser, source: WindowSource, cfg: TrainConfig, device) -> float:
+    """Negative ELBO (nats per event) on fixed held-out windows at fixed noise levels."""
+    model.eval()
+    codes, labels = source.validation(cfg.val_windows)
+    gen = torch.Generator().manual_seed(cfg.seed + 7919)
+    t = ((torch.arange(len(labels)) + 0.5) / len(labels)).clamp(min=1e-3)
+    noisy, masked = MaskingSchedule().mask(codes, t, model.mask_ids, gen)
+    move = lambda d: {k: v.to(device) for k, v in d.items()}  # noqa: E731
+    loss = _loss_from_hidden(model, model.hidden(move(noisy), t.to(device), labels.to(device)),
+                             move(codes), t.to(device), move(masked), "elbo")
+    return float(loss.mean())

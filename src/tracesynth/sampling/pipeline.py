@@ -1,0 +1,104 @@
+"""Traces of any length: window-by-window generation, each window continuing the previous one.
+
+The first window is generated from nothing; every following window starts with the last
+`prefix_fraction` of the previous one as known events (prefix continuation: the same
+clamping as infilling), and only its remaining positions become new events. Thread slots are
+renumbered for each window from the real tids of the prefix, so threads carry across the seam.
+Decoding is incremental (clock, thread ids), so memory stays bounded by the window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from tracesynth.encoding.trace_encoder import TraceEncoder, columns_to_trace
+from tracesynth.errors import ConfigError
+from tracesynth.model.denoiser import Denoiser
+from tracesynth.sampling.sampler import sample_window
+from tracesynth.schema import Trace, TraceMeta
+
+
+def generate(
+    model: Denoiser,
+    encoder: TraceEncoder,
+    n_events: int,
+    workload: str,
+    *,
+    steps: int = 16,
+    seed: int = 0,
+    guidance_scale: float = 1.0,
+    temperature: float = 1.0,
+    context: int | None = None,
+    prefix_fraction: float = 0.25,
+    guide=None,
+    on_progress: Callable[[int], None] | None = None,
+    order: str = "confidence",
+    time_grid: str = "cosine",
+    prefix: Trace | None = None,
+) -> Trace:
+    """Generate `n_events` canonical events for `workload` (deterministic in `seed` on CPU);
+    with `prefix`, they continue that trace (its last events condition the first window)."""
+    if workload not in encoder.workloads:
+        raise ConfigError(f"unknown workload {workload!r}; the model knows: {', '.join(encoder.workloads)}")
+    if not 0.0 <= prefix_fraction < 1.0:
+        raise ConfigError("prefix fraction must be in [0, 1)")
+    r = model.config.downsample
+    window = context or model.config.context
+    window = max(r, window - window % r)
+    n_prefix = int(window * prefix_fraction)
+    label = encoder.workloads.index(workload)
+    generator = torch.Generator().manual_seed(seed)
+    decoder = encoder.decoder(workload, seed)
+    channels = model.channels
+    banned = encoder.never_generated()
+    parts: list[dict[str, np.ndarray]] = []
+    produced = 0
+    prev_codes: dict[str, np.ndarray] | None = None
+    prev_tids: np.ndarray | None = None
+    if prefix is not None and len(prefix):
+        # Continue a given trace: its last events are the first window's known part.
+        encoded = encoder.encode(prefix)
+        prev_codes = {ch: v[-n_prefix:] for ch, v in encoded.items()} if n_prefix else None
+        prev_tids = encoded["tid"][-n_prefix:] if "tid" in encoded else np.full(
+            len(prev_codes["event"]) if prev_codes else 0, -1, dtype=np.int64)
+        decoder.last_ts = int(prefix.events["ts"][len(prefix) - 1].as_py())
+        decoder.first = False
+    while produced < n_events:
+        known = {ch: np.zeros(window, dtype=np.int64) for ch in channels}
+        known_mask = {ch: np.zeros(window, dtype=bool) for ch in channels}
+        slot_tids = np.full(encoder.tid.slots, -1, dtype=np.int64)
+        start = 0
+        if prev_codes is not None and n_prefix:
+            start = min(n_prefix, len(prev_codes["event"]))
+            for ch in channels:
+                known[ch][:start] = prev_codes[ch][-start:]
+                known_mask[ch][:start] = True
+            if "tid" in channels:
+                known["tid"][:start], slot_tids = encoder.tid.slot_window(prev_tids[-start:])
+
+        def partial_fn(codes, decided, slot_tids=slot_tids):
+            return encoder.partial(codes, decided, slot_tids)
+
+        codes = sample_window(model, known, known_mask, label, steps, guidance_scale, generator,
+                              temperature, guide, partial_fn, banned=banned, order=order,
+                              time_grid=time_grid)
+        cols = decoder.decode_window(codes, start, slot_tids.copy())
+        take = min(n_events - produced, window - start)
+        parts.append({k: v[:take] for k, v in cols.items()})
+        produced += take
+        if on_progress:
+            on_progress(take)
+        prev_codes = codes
+        window_tids = np.full(window, -1, dtype=np.int64)
+        if "tid" in channels:
+            window_tids[:start] = prev_tids[-start:] if start else window_tids[:0]
+            window_tids[start:] = cols["tid"]
+        prev_tids = window_tids
+    meta = TraceMeta(source_format="tracesynth", workload=workload,
+                     n_cpus=encoder.n_cpus if "cpu" in channels else None,
+                     extra={"generator": "tracesynth", "channels": list(channels), "steps": steps,
+                            "seed": seed, "guidance_scale": guidance_scale})
+    return columns_to_trace(parts, meta)

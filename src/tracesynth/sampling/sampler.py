@@ -1,0 +1,152 @@
+"""One window of reverse diffusion: the masked-diffusion sampler (MDLM ancestral steps).
+
+Starting from the known tokens (a prefix, or any infilling pattern) and MASK elsewhere, each of
+`steps` steps goes from time t to s < t (see `time_points`): a still-masked token is revealed
+with probability (t - s) / t and drawn from the denoiser's prediction, with classifier-free
+guidance when `guidance_scale` ≠ 1. With `order="random"` the revealed tokens are chosen
+independently (the exact ancestral sampler); with `order="confidence"` (default) the same
+expected number is spent on the positions whose prediction is most determined (highest top
+probability; optional Gumbel noise `rank_noise`·t as in MaskGIT, Chang et al. 2022): tokens
+revealed together are drawn independently, so revealing the well-determined ones first (next to
+known events) avoids contradictions far from any context. The rank uses the distribution, not
+the drawn value, so it does not favour frequent values; the drawn values are still samples. Known tokens are clamped throughout; a guide may send positions back
+to MASK. Only positions revealed at a step go through the output heads, and a step that reveals
+nothing skips the network altogether.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from tracesynth.model.denoiser import Denoiser
+from tracesynth.model.noise import MaskingSchedule
+
+PartialFn = Callable[[dict[str, np.ndarray], dict[str, np.ndarray]], dict[str, np.ndarray]]
+
+
+def _draw(logits: torch.Tensor, generator: torch.Generator, temperature: float) -> torch.Tensor:
+    """One class per row from softmax(logits / temperature) by inverse CDF: one uniform number
+    per row instead of one per class (Gumbel-max), which matters with 200-class heads."""
+    if temperature <= 0:
+        return logits.argmax(-1)
+    probs = torch.softmax(logits.float() / temperature, dim=-1)
+    cdf = probs.cumsum(-1)
+    u = torch.rand((len(cdf), 1), generator=generator).to(logits.device) * cdf[:, -1:]
+    return torch.searchsorted(cdf, u).clamp_(max=logits.shape[-1] - 1).flatten()
+
+
+def time_points(steps: int, kind: str = "cosine") -> list[float]:
+    """Diffusion times t_0 = 1 > t_1 > ... > t_steps = 0 of the reverse steps.
+
+    With α(t) = 1 - t, the revealed fraction after step i is 1 - t_i. "linear" reveals the same
+    share every step; "cosine" (MaskGIT's schedule) reveals few tokens first and most at the
+    end, when context makes predictions sharp: tokens revealed in the same step are drawn
+    independently, so early steps, with little context, should reveal few.
+    """
+    if kind == "linear":
+        return [1.0 - i / steps for i in range(steps + 1)]
+    if kind == "cosine":
+        return [float(np.cos(np.pi / 2 * i / steps)) if i < steps else 0.0 for i in range(steps + 1)]
+    raise ValueError(f"unknown time grid {kind!r}")
+
+
+@torch.inference_mode()
+def sample_window(
+    model: Denoiser,
+    known: dict[str, np.ndarray],
+    known_mask: dict[str, np.ndarray],
+    workload: int,
+    steps: int = 16,
+    guidance_scale: float = 1.0,
+    generator: torch.Generator | None = None,
+    temperature: float = 1.0,
+    guide=None,
+    partial_fn: PartialFn | None = None,
+    time_grid: str = "cosine",
+    order: str = "confidence",
+    banned: dict[str, list[int]] | None = None,
+    rank_noise: float = 0.0,
+) -> dict[str, np.ndarray]:
+    """Codes for one window (numpy int64 per channel). `known[ch]` holds codes where
+    `known_mask[ch]` is True; everything else is generated. `banned[ch]` lists classes never
+    to draw (e.g. "no event name")."""
+    if steps < 1:
+        raise ValueError("steps must be at least 1")
+    device = next(model.parameters()).device
+    generator = generator or torch.Generator().manual_seed(0)
+    schedule = MaskingSchedule()
+    mask_ids = model.mask_ids
+    x = {ch: torch.where(torch.as_tensor(known_mask[ch]), torch.as_tensor(known[ch], dtype=torch.long),
+                         torch.tensor(mask_ids[ch])).to(device)[None] for ch in model.channels}
+    clamped = {ch: torch.as_tensor(known_mask[ch]).to(device) for ch in model.channels}
+    any_clamped = np.zeros(len(known["event"]), dtype=bool)
+    for ch in model.channels:
+        any_clamped |= np.asarray(known_mask[ch])
+    use_cfg = guidance_scale != 1.0
+    labels = torch.tensor([workload, model.null_workload] if use_cfg else [workload], device=device)
+    grid = time_points(steps, time_grid)
+    for i in range(steps):
+        t, s = grid[i], grid[i + 1]
+        p_reveal = schedule.unmask_probability(t, s)
+        masked = {ch: torch.nonzero(x[ch][0] == mask_ids[ch]).flatten() for ch in model.channels}
+        if order == "random":  # ancestral MDLM: each masked token independently
+            candidates = {ch: m[torch.rand(len(m), generator=generator).to(device) < p_reveal]
+                          for ch, m in masked.items()}
+            quota = sum(len(c) for c in candidates.values())
+        else:  # the same expected count, spent on the tokens the model is surest of
+            candidates = masked
+            expected = sum(len(m) for m in masked.values()) * p_reveal
+            quota = int(expected) + int(torch.rand((), generator=generator) < expected - int(expected))
+        if quota == 0:
+            continue
+        batch = {ch: x[ch].expand(len(labels), -1) for ch in model.channels}
+        hidden = model.hidden(batch, torch.full((len(labels),), t, device=device), labels)
+        drawn = []  # (channel, positions, tokens, confidence)
+        for ch in model.channels:
+            idx = candidates[ch]
+            if len(idx) == 0:
+                continue
+            logits = model.logits(hidden[:, idx], ch).float()
+            if use_cfg:
+                logits = logits[1] + guidance_scale * (logits[0] - logits[1])
+            else:
+                logits = logits[0]
+            if banned and banned.get(ch):
+                logits[:, banned[ch]] = float("-inf")
+            tokens = _draw(logits, generator, temperature)
+            confidence = None
+            if order != "random":
+                # How determined the position is (its most likely class), not how likely the
+                # drawn token is: ranking by the drawn token would favour frequent values.
+                confidence = torch.log_softmax(logits, -1).max(-1).values
+                u = torch.rand(confidence.shape, generator=generator).to(device).clamp_(1e-10, 1.0)
+                confidence = confidence - rank_noise * t * torch.log(-torch.log(u))
+            drawn.append((ch, idx, tokens, confidence))
+        if order != "random" and quota < sum(len(d[1]) for d in drawn):
+            # One ranking over all channels: the first tokens of a window are revealed alone, so
+            # channels agree (an event name and a gap drawn apart could contradict each other).
+            pooled = torch.cat([d[3] for d in drawn])
+            winners = torch.zeros(len(pooled), dtype=torch.bool, device=device)
+            winners[torch.topk(pooled, quota).indices] = True
+            kept, offset = [], 0
+            for ch, idx, tokens, conf in drawn:
+                sel = winners[offset:offset + len(idx)]
+                kept.append((ch, idx[sel], tokens[sel], None))
+                offset += len(idx)
+            drawn = kept
+        for ch, idx, tokens, _ in drawn:
+            x[ch][0, idx] = tokens.to(x[ch].dtype)
+        if guide is not None and partial_fn is not None and i < steps - 1:
+            codes_np = {ch: x[ch][0].cpu().numpy() for ch in model.channels}
+            decided = {ch: codes_np[ch] != mask_ids[ch] for ch in model.channels}
+            bad = np.asarray(guide.violating_positions(partial_fn(codes_np, decided)), dtype=bool)
+            bad &= ~any_clamped
+            if bad.any():
+                where = torch.as_tensor(np.nonzero(bad)[0], device=device)
+                for ch in model.channels:
+                    keep = clamped[ch][where]
+                    x[ch][0, where[~keep]] = mask_ids[ch]
+    return {ch: x[ch][0].cpu().numpy().astype(np.int64) for ch in model.channels}

@@ -1,0 +1,94 @@
+"""The sampler: known tokens stay clamped, any number of steps, seeds, and the guide hook."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import shared_trace
+
+from tracesynth.model.config import SIZES, ModelConfig, TrainConfig
+from tracesynth.model.train import train
+from tracesynth.sampling import generate, sample_window
+
+
+@pytest.fixture(scope="module")
+def full_model():
+    torch.set_num_threads(1)
+    real = shared_trace("bug446190").slice(0, 4000).with_meta(workload="bug")
+    model, encoder, _ = train([real], None, channels="full", model_config=ModelConfig(context=64, **SIZES["tiny"]),
+                              train_config=TrainConfig(steps=30, batch_size=4, val_every=0, checkpoint_every=0))
+    return model, encoder, real
+
+
+def _window(encoder, real, start=500, length=64):
+    return encoder.window(encoder.encode(real), start, length)
+
+
+def test_known_tokens_are_clamped_and_everything_else_is_decided(full_model):
+    model, encoder, real = full_model
+    codes, _ = _window(encoder, real)
+    known_mask = {ch: (np.arange(64) % 3 == 0) for ch in codes}  # infilling: every third event known
+    known_mask["dt"] = np.zeros(64, dtype=bool)                  # ... but all gaps generated
+    for steps in (1, 4):
+        out = sample_window(model, codes, known_mask, 0, steps=steps, generator=torch.Generator().manual_seed(0))
+        for ch in codes:
+            assert (out[ch][known_mask[ch]] == codes[ch][known_mask[ch]]).all()
+            assert (out[ch] < encoder.vocab_sizes()[ch]).all()  # no MASK left
+
+
+def test_same_seed_same_window_other_seed_other_window(full_model):
+    model, encoder, real = full_model
+    codes, _ = _window(encoder, real)
+    none = {ch: np.zeros(64, dtype=bool) for ch in codes}
+    a = sample_window(model, codes, none, 0, steps=4, generator=torch.Generator().manual_seed(5))
+    b = sample_window(model, codes, none, 0, steps=4, generator=torch.Generator().manual_seed(5))
+    c = sample_window(model, codes, none, 0, steps=4, generator=torch.Generator().manual_seed(6))
+    assert all((a[ch] == b[ch]).all() for ch in a)
+    assert any((a[ch] != c[ch]).any() for ch in a)
+
+
+def test_guidance_scale_and_random_order_run(full_model):
+    model, encoder, real = full_model
+    codes, _ = _window(encoder, real)
+    none = {ch: np.zeros(64, dtype=bool) for ch in codes}
+    out = sample_window(model, codes, none, 0, steps=3, guidance_scale=2.0, order="random",
+                        generator=torch.Generator().manual_seed(1))
+    assert all((out[ch] < encoder.vocab_sizes()[ch]).all() for ch in out)
+
+
+class ForbidEvent:
+    """A fake guide: any decided position holding `event` breaks the 'rule'."""
+
+    def __init__(self, event: str):
+        self.event = event
+        self.partials: list[dict] = []
+
+    def violating_positions(self, partial):
+        self.partials.append(partial)
+        return partial["decided"] & (partial["event"] == self.event)
+
+
+def test_guide_hook_contract_and_effect(full_model):
+    model, encoder, real = full_model
+    top = real.to_pandas()["event"].value_counts().index[0]
+    counts = {}
+    for use_guide in (False, True):
+        guide = ForbidEvent(top) if use_guide else None
+        trace = generate(model, encoder, 512, "bug", steps=8, seed=2, guide=guide)
+        counts[use_guide] = int((trace.to_pandas()["event"] == top).sum())
+    assert counts[True] < counts[False]
+    partial = guide.partials[3]
+    assert set(partial) == {"event", "tid", "cpu", "ret", "decided"}
+    n = len(partial["event"])
+    assert n == 64 and all(len(v) == n for v in partial.values())
+    assert partial["event"].dtype == object and partial["decided"].dtype == bool
+    assert partial["tid"].dtype == np.int64 and partial["cpu"].dtype == np.int64
+    assert partial["ret"].dtype == np.float64
+    assert all(e is None for e in partial["event"][~partial["decided"]])
+    assert all(isinstance(e, str) for e in partial["event"][partial["decided"]])
+    # Windows after the first start with a known prefix, decided from the first step on.
+    later = guide.partials[len(guide.partials) // 2]
+    assert later["decided"][:16].all()
+    # Called after every step but the last, for every window (512 events: 1 + ceil(448/48) windows).
+    assert len(guide.partials) == 7 * 11
