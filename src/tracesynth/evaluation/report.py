@@ -1,0 +1,277 @@
+"""Writing the evaluation: report.json (stable keys), report.html (self-contained), a terminal table.
+
+The HTML has no external references: plots are matplotlib PNGs embedded as base64, styles are
+inline, so the file can be mailed or attached to a pull request as is. Both files are written
+atomically (a reader never sees half a report).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+from pathlib import Path
+
+from tracesynth.fileio import atomic_path
+
+
+def _clean(value):
+    """JSON-safe copy: NaN/inf → null, numpy scalars → Python numbers."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def write_json(report: dict, path: Path) -> Path:
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(_clean(report), indent=2, sort_keys=False) + "\n")
+    return path
+
+
+# --- plots -------------------------------------------------------------------------------------
+def _png(fig) -> str:
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def _figures(name: str, per: dict) -> list[tuple[str, str]]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    figures = []
+    series = per["series"]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    x = np.arange(len(series["top_events"]))
+    for offset, side in zip((-0.27, 0, 0.27), ("real_train", "real_test", "synthetic")):
+        axes[0].bar(x + offset, series["top_event_share"][side], width=0.27, label=side)
+    axes[0].set_xticks(x, series["top_events"], rotation=75, fontsize=7)
+    axes[0].set_title("event marginals (20 most frequent real events)")
+    axes[0].legend()
+    edges = np.array(series["log_dt_edges"])
+    for side, counts in series["log_dt_hist"].items():
+        counts = np.array(counts, dtype=float)
+        axes[1].step(edges[:-1], counts / max(counts.sum(), 1), where="post", label=side)
+    axes[1].set_xlabel("log10 inter-event time (ns)")
+    axes[1].set_title("inter-event time")
+    axes[1].legend()
+    figures.append(("Marginals", _png(fig)))
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    for side, label in (("synthetic_vs_real", "synthetic"), ("real_vs_real", "real train (floor)")):
+        ngrams = per["fidelity"][side]["ngrams"]
+        ns = [n for n in ngrams if ngrams[n]]
+        axes[0].plot([int(n) for n in ns], [ngrams[n]["coverage"] for n in ns], "o-", label=f"{label}: coverage")
+        axes[0].plot([int(n) for n in ns], [ngrams[n]["novel_share"] for n in ns], "x--", label=f"{label}: novel")
+    axes[0].set_xlabel("n")
+    axes[0].set_ylim(0, 1.05)
+    axes[0].set_title("n-gram coverage of real test / share never in real")
+    axes[0].legend(fontsize=7)
+    lr = per["long_range"]
+    acf = lr["synthetic_vs_real"]["acf"]
+    axes[1].semilogx(acf["lags"], acf["reference"], label="real test")
+    axes[1].semilogx(acf["lags"], acf["candidate"], label="synthetic")
+    axes[1].semilogx(acf["lags"], lr["real_vs_real"]["acf"]["candidate"], ":", label="real train")
+    axes[1].set_xlabel("lag (events)")
+    axes[1].set_title("autocorrelation of event types")
+    axes[1].legend()
+    figures.append(("N-grams and autocorrelation", _png(fig)))
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    disc = lr["discriminative"]
+    for side, label in (("synthetic_vs_real", "synthetic vs real"), ("real_vs_real", "real vs real (floor)")):
+        lengths = [int(k) for k, v in disc[side].items() if v["accuracy_mean"] is not None]
+        means = [disc[side][str(k)]["accuracy_mean"] for k in lengths]
+        stds = [disc[side][str(k)]["accuracy_std"] for k in lengths]
+        axes[0].errorbar(lengths, means, yerr=stds, marker="o", capsize=3, label=label)
+        timed = [disc[side][str(k)]["timed"]["accuracy_mean"] for k in lengths]
+        axes[0].plot(lengths, timed, ":", marker=".", label=f"{label}, with timing")
+    axes[0].axhline(0.5, color="grey", lw=0.8)
+    axes[0].set_xscale("log", base=2)
+    axes[0].set_ylim(0.3, 1.05)
+    axes[0].set_xlabel("window length (events)")
+    axes[0].set_title("discriminative accuracy (0.5 = indistinguishable)")
+    axes[0].legend()
+    priv = per["privacy"]
+    ks = list(priv["synthetic"]["kgram_copy_share"])
+    xk = np.arange(len(ks))
+    axes[1].bar(xk - 0.2, [priv["synthetic"]["kgram_copy_share"][k] or 0 for k in ks], 0.4, label="synthetic")
+    axes[1].bar(xk + 0.2, [priv["holdout"]["kgram_copy_share"][k] or 0 for k in ks], 0.4, label="real holdout")
+    axes[1].set_xticks(xk, [f"k={k}" for k in ks])
+    axes[1].set_ylim(0, 1.05)
+    axes[1].set_title("share of k-grams found in training")
+    axes[1].legend()
+    figures.append(("Discriminative score and copying", _png(fig)))
+    return figures
+
+
+# --- html --------------------------------------------------------------------------------------
+def _fmt(value, digits: int = 3) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return html.escape(str(value))
+
+
+def _table(rows: list[list], header: list[str]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{c if isinstance(c, str) else _fmt(c)}</td>" for c in r) + "</tr>"
+                   for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def headline_rows(report: dict) -> list[list]:
+    rows = []
+    for name, per in [*report["workloads"].items(), ("overall", {"headline": report["overall"]})]:
+        h = per["headline"]
+        rows.append([
+            name,
+            h["tstr_trtr_ratio"].get("next_event_ngram"),
+            h["tstr_trtr_ratio"].get("next_event_gru"),
+            h["tstr_trtr_ratio"].get("syscall_latency_ngram"),
+            h["discriminative"].get("512"), h["discriminative_real_floor"].get("512"),
+            h["discriminative"].get("2048"), h["discriminative_real_floor"].get("2048"),
+            h["discriminative_timed"].get("512"), h["discriminative_timed_real_floor"].get("512"),
+            h["copy_rate"].get("256"), h["copy_rate_holdout"].get("256"),
+            h["privacy_flagged"],
+        ])
+    return rows
+
+
+HEADLINE_HEADER = ["workload", "TSTR/TRTR next-event n-gram", "TSTR/TRTR next-event GRU",
+                   "TSTR/TRTR syscall latency n-gram", "discriminative 512", "  real floor 512",
+                   "discriminative 2048", "  real floor 2048", "discriminative+timing 512",
+                   "  real floor (timing) 512", "copy share k=256", "  holdout k=256",
+                   "copies more than holdout"]
+
+_STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px}
+table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;
+text-align:right}th{background:#eee}td:first-child{text-align:left}img{max-width:100%}
+details{margin:1em 0}pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:11px}"""
+
+
+def render_html(report: dict, title: str = "TraceSynth evaluation") -> str:
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+             f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
+             "<p>Utility is macro-F1 on the real test traces; TSTR/TRTR near 1 means synthetic data "
+             "trains predictors as well as real data. Discriminative accuracy 0.5 means a fixed classifier "
+             "cannot tell synthetic windows from real ones; the floor is the same score for two real runs. "
+             "Copy shares are compared with a real holdout run. Keys: docs/evaluation.md.</p>",
+             "<h2>Headline</h2>", _table(headline_rows(report), HEADLINE_HEADER)]
+    wc = report.get("workload_classification", {})
+    if wc.get("available"):
+        rows = [[p, wc[p]["tstr"]["mean"], wc[p]["trtr"]["mean"], wc[p]["ratio"]]
+                for p in report["config"]["predictors"]]
+        parts += ["<h2>Workload classification</h2>", _table(rows, ["predictor", "TSTR", "TRTR", "ratio"])]
+    for name, per in report["workloads"].items():
+        parts.append(f"<h2>Workload {html.escape(name)}</h2>")
+        ev = per["events"]
+        parts.append(f"<p>events: train {ev['train']:,}, test {ev['test']:,}, synthetic {ev['synthetic']:,}; "
+                     f"unknown synthetic event share {_fmt(per['vocabulary']['unknown_event_share'])}</p>")
+        rows = []
+        for task in ("next_event", "syscall_latency"):
+            result = per["utility"][task]
+            if not result.get("available"):
+                rows.append([task, "n/a", "", "", "", result.get("reason", "")])
+                continue
+            for p in report["config"]["predictors"]:
+                r = result[p]
+                tstr, trtr = r["tstr"], r["trtr"]
+                rows.append([f"{task} / {p}", f"{_fmt(tstr and tstr['mean'])} ± {_fmt(tstr and tstr['std'])}",
+                             f"{_fmt(trtr and trtr['mean'])} ± {_fmt(trtr and trtr['std'])}", r["ratio"], "", ""])
+        aug = per["utility"]["augmentation"]
+        if aug.get("available"):
+            for p in report["config"]["predictors"]:
+                a = aug[p]
+                rows.append([f"augmentation / {p}", f"small+syn {_fmt(a['small_real_plus_synthetic']['mean'])}",
+                             f"small {_fmt(a['small_real']['mean'])}", None, a["gain"], "gain"])
+        parts.append(_table(rows, ["utility task", "TSTR (mean ± std)", "TRTR", "ratio", "", "note"]))
+        syn_m = per["fidelity"]["synthetic_vs_real"]["marginals"]
+        real_m = per["fidelity"]["real_vs_real"]["marginals"]
+        rows = [[k, syn_m[k], real_m[k]] for k in syn_m if not isinstance(syn_m[k], (dict, list))]
+        rows.append(["transition_tv", per["fidelity"]["synthetic_vs_real"]["transition_tv"],
+                     per["fidelity"]["real_vs_real"]["transition_tv"]])
+        lr_s, lr_r = per["long_range"]["synthetic_vs_real"], per["long_range"]["real_vs_real"]
+        rows.append(["acf_mean_abs_diff", lr_s["acf_mean_abs_diff"], lr_r["acf_mean_abs_diff"]])
+        rows.append(["recurrence log-distance W1", lr_s["recurrence"]["log_distance_wasserstein"],
+                     lr_r["recurrence"]["log_distance_wasserstein"]])
+        parts.append(_table(rows, ["fidelity (vs real test)", "synthetic", "real train (floor)"]))
+        priv = per["privacy"]
+        rows = [["longest common substring", priv["synthetic"]["longest_common_substring"],
+                 priv["holdout"]["longest_common_substring"]],
+                ["DCR median", priv["synthetic"]["dcr"]["median"], priv["holdout"]["dcr"]["median"]],
+                ["exact duplicate windows", priv["synthetic"]["dcr"]["exact_share"],
+                 priv["holdout"]["dcr"]["exact_share"]]]
+        rows += [[f"{k}-gram copy share", v, priv["holdout"]["kgram_copy_share"][k]]
+                 for k, v in priv["synthetic"]["kgram_copy_share"].items()]
+        parts.append(_table(rows, ["privacy (vs training)", "synthetic", "real holdout"]))
+        if priv["flag"]["flagged"]:
+            parts.append("<p><b>Flagged: copies more than the holdout</b>: "
+                         + html.escape("; ".join(priv["flag"]["reasons"])) + "</p>")
+        validity = per["validity"]["synthetic"]
+        parts.append("<p>validity: " + (f"{_fmt(validity['total'])} violations per 1,000 events"
+                                        if validity.get("available") else html.escape(validity["reason"])) + "</p>")
+        for caption, png in _figures(name, per):
+            parts.append(f"<h3>{html.escape(caption)}</h3><img alt='{html.escape(caption)}' "
+                         f"src='data:image/png;base64,{png}'>")
+    c = report["cost"]
+    parts.append(f"<h2>Cost</h2><p>wall time {c['wall_seconds']:.1f} s, peak memory {c['peak_rss_mb']:.0f} MB; "
+                 f"sections: {html.escape(json.dumps({k: round(v, 1) for k, v in c['section_seconds'].items()}))}</p>")
+    parts.append("<details><summary>report.json</summary><pre>"
+                 + html.escape(json.dumps(_clean({k: v for k, v in report.items() if k != 'workloads'}), indent=1))
+                 + "</pre></details></body></html>")
+    return "\n".join(parts)
+
+
+def write_html(report: dict, path: Path) -> Path:
+    text = render_html(report)
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return path
+
+
+def write_report(report: dict, out_dir: str | Path) -> tuple[Path, Path]:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return write_json(report, out / "report.json"), write_html(report, out / "report.html")
+
+
+def terminal_table(report: dict, per_table: int = 4):
+    """Metrics down, workloads across, at most `per_table` workloads per table (plus overall on
+    the last), so it stays readable in an 80-column terminal. Returns one rich renderable."""
+    from rich.console import Group
+    from rich.table import Table
+
+    rows = headline_rows(report)
+    workloads, overall = rows[:-1], rows[-1]
+    chunks = [workloads[i:i + per_table] for i in range(0, len(workloads), per_table)] or [[]]
+    chunks[-1] = [*chunks[-1], overall]
+    tables = []
+    for number, chunk in enumerate(chunks, start=1):
+        title = "TraceSynth evaluation" + (f" ({number}/{len(chunks)})" if len(chunks) > 1 else "")
+        table = Table(title=title, caption="ratios of macro-F1; discriminative 0.5 = indistinguishable"
+                      if number == len(chunks) else None)
+        table.add_column("metric", no_wrap=True)
+        for row in chunk:
+            table.add_column(str(row[0]), justify="right", no_wrap=True)
+        for i, label in enumerate(HEADLINE_HEADER[1:], start=1):
+            table.add_row(label, *[(_fmt(r[i]) if not isinstance(r[i], str) else r[i]) for r in chunk])
+        tables.append(table)
+    return Group(*tables)

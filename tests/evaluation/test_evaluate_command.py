@@ -1,0 +1,49 @@
+"""`tracesynth baseline` and `tracesynth evaluate` through the real CLI entry point."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import tracesynth
+from evaluation.constructed import chain_trace
+from tracesynth.cli import main
+
+
+def test_baseline_then_evaluate_writes_a_self_contained_report(tmp_path, capsys):
+    train, test = tmp_path / "train.parquet", tmp_path / "test.jsonl"
+    chain_trace(10_000, seed=1).save(train)
+    chain_trace(5000, seed=2).save(test)
+    outputs = {}
+    for kind, extra in (("markov", ["--order", "2"]), ("copy", ["--chunk", "1024"])):
+        outputs[kind] = tmp_path / f"{kind}.parquet"
+        assert main(["baseline", kind, str(train), "-n", "5000", "--seed", "3", "-o", str(outputs[kind]), *extra]) == 0
+        synthetic = tracesynth.load(outputs[kind])
+        assert len(synthetic) == 5000 and synthetic.meta.workload == "unit"
+        assert synthetic.meta.extra["generator"] == kind
+
+    report_dir = tmp_path / "report"
+    capsys.readouterr()
+    assert main(["evaluate", "--train", str(train), "--test", str(test), "--synthetic", str(outputs["copy"]),
+                 "-o", str(report_dir), "--seeds", "1", "--quick"]) == 0
+    assert "TSTR/TRTR" in capsys.readouterr().out
+    report = json.loads((report_dir / "report.json").read_text())
+    assert report["workloads"]["unit"]["headline"]["privacy_flagged"] is True  # copy is flagged
+    html = (report_dir / "report.html").read_text()
+    assert len(re.findall(r"src='data:image/png;base64,", html)) == 3
+    assert not re.search(r"(src|href)=['\"]https?:", html)  # nothing fetched from elsewhere
+    assert not list(report_dir.glob(".tracesynth-tmp-*"))
+
+
+def test_bad_requests_exit_nonzero_with_one_line(tmp_path, capsys):
+    train = tmp_path / "train.parquet"
+    chain_trace(2000, seed=1).with_meta(workload=None).save(train)
+    out = tmp_path / "x.parquet"
+    assert main(["baseline", "gan", str(train), "-n", "10", "-o", str(out)]) != 0
+    assert main(["baseline", "markov", str(train), "-n", "0", "-o", str(out)]) != 0
+    assert not out.exists()
+    assert main(["evaluate", "--train", str(train), "--test", str(train), "--synthetic", str(train),
+                 "-o", str(tmp_path / "r")]) != 0
+    err = capsys.readouterr().err
+    assert "unknown baseline 'gan'" in err and "workload label" in err
+    assert not (tmp_path / "r" / "report.json").exists()

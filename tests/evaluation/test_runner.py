@@ -1,0 +1,91 @@
+"""`evaluate()` end to end: report keys, awkward inputs, and a real LTTng trace."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ctf_trace
+from evaluation.constructed import build, chain_trace
+
+from tracesynth.errors import ConfigError
+from tracesynth.evaluation.runner import evaluate
+from tracesynth.generators.markov import Markov
+
+HEADLINE_KEYS = {"tstr", "trtr", "tstr_trtr_ratio", "discriminative", "discriminative_real_floor", "copy_rate",
+                 "copy_rate_holdout", "privacy_flagged", "event_jsd", "event_jsd_real_floor"}
+
+
+@pytest.fixture(scope="module")
+def quick_report():
+    train, test = chain_trace(12_000, seed=1), chain_trace(6000, seed=2)
+    synthetic = Markov(order=2, random_state=0).fit([train]).sample(6000)
+    return evaluate([train], [test], [synthetic], seeds=2, quick=True)
+
+
+def test_report_has_the_documented_keys(quick_report):
+    assert {"report_version", "config", "workloads", "overall", "workload_classification", "cost"} <= set(quick_report)
+    per = quick_report["workloads"]["unit"]
+    assert HEADLINE_KEYS <= set(per["headline"]) and HEADLINE_KEYS <= set(quick_report["overall"])
+    assert {"fidelity", "long_range", "privacy", "utility", "validity", "vocabulary", "events"} <= set(per)
+    assert set(per["headline"]["discriminative"]) == {"512", "2048"}
+    assert per["headline"]["tstr_trtr_ratio"]["next_event_ngram"] > 0.8  # order-2 chain of an order-1 process
+    assert quick_report["workload_classification"]["available"] is False
+    cost = quick_report["cost"]
+    assert cost["events_evaluated"] == {"train": 12_000, "test": 6000, "synthetic": 6000}
+    assert cost["peak_rss_mb"] > 0 and cost["generator"]["reported"]
+
+
+def test_validity_is_reported_or_honestly_absent(quick_report):
+    validity = quick_report["workloads"]["unit"]["validity"]["synthetic"]
+    assert validity["available"] in (True, False)
+    if not validity["available"]:
+        assert validity["reason"] and "total" not in validity
+
+
+def test_awkward_inputs_are_refused_with_clear_errors():
+    train, test, syn = chain_trace(2000, seed=1), chain_trace(2000, seed=2), chain_trace(2000, seed=3)
+    with pytest.raises(ConfigError, match="no synthetic traces"):
+        evaluate([train], [test], [])
+    with pytest.raises(ConfigError, match="workload label"):
+        evaluate([train], [test], [syn.with_meta(workload=None)])
+    with pytest.raises(ConfigError, match="workloads differ"):
+        evaluate([train], [test], [syn.with_meta(workload="other")])
+    with pytest.raises(ConfigError, match="has no events"):
+        evaluate([train], [test.slice(0, 0)], [syn])
+
+
+def test_unknown_synthetic_events_are_counted_not_hidden():
+    train, test = chain_trace(3000, seed=1), chain_trace(3000, seed=2)
+    events = train.column("event").to_pylist()[:3000]
+    events[::10] = ["invented_event"] * len(events[::10])
+    report = evaluate([train], [test], [build(events)], seeds=1, quick=True)
+    vocab = report["workloads"]["unit"]["vocabulary"]
+    assert vocab["unknown_event_share"] == pytest.approx(0.1)
+    assert vocab["unknown_events"] == ["invented_event"]
+
+
+def test_workload_override_labels_unlabelled_traces():
+    t = [chain_trace(3000, seed=s).with_meta(workload=None) for s in (1, 2, 3)]
+    report = evaluate(t[:1], t[1:2], t[2:], seeds=1, quick=True, workload="w")
+    assert list(report["workloads"]) == ["w"]
+
+
+def test_real_trace_split_in_time_halves():
+    import tracesynth
+
+    trace = tracesynth.load(ctf_trace("bug446190"), workload="bug446190")
+    half = len(trace) // 2
+    train, test = trace.slice(0, half), trace.slice(half)
+    synthetic = Markov(order=4, random_state=0).fit([train]).sample(len(test))
+    report = evaluate([train], [test], [synthetic], seeds=1, quick=True)
+    head = report["workloads"]["bug446190"]["headline"]
+    assert 0 < head["tstr"]["next_event_ngram"] <= 1 and 0 < head["trtr"]["next_event_ngram"] <= 1
+    assert head["discriminative"]["512"] is not None and head["discriminative_real_floor"]["512"] is not None
+    assert not head["privacy_flagged"]
+
+
+def test_same_seeds_same_report():
+    train, test = chain_trace(6000, seed=1), chain_trace(3000, seed=2)
+    synthetic = Markov(order=2, random_state=0).fit([train]).sample(3000)
+    first, second = (evaluate([train], [test], [synthetic], seeds=1, quick=True) for _ in range(2))
+    first.pop("cost"), second.pop("cost")
+    assert first == second

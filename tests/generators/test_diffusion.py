@@ -1,0 +1,52 @@
+"""TraceSynth (the diffusion generator): conformance with a tiny config, save/load, channels."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from evaluation.constructed import chain_trace
+from generators.conformance import check_generator
+
+from tracesynth.errors import ConfigError
+from tracesynth.generators.diffusion import TraceSynth
+
+TINY = dict(context=64, size="tiny", train_steps=20, batch_size=4, sample_steps=4)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    torch.set_num_threads(1)
+
+
+@pytest.mark.parametrize("channels", ["light", "full"])
+def test_conformance(channels):
+    check_generator(lambda seed: TraceSynth(channels=channels, random_state=seed, **TINY),
+                    [chain_trace(6000, seed=1)])
+
+
+def test_save_load_round_trip(tmp_path):
+    gen = TraceSynth(channels="full", random_state=3, **TINY).fit([chain_trace(3000, seed=2)])
+    before = gen.sample(300, seed=1)
+    gen.save(tmp_path / "model")
+    loaded = TraceSynth.load(tmp_path / "model", device="cpu")
+    assert loaded.get_params()["channels"] == "full" and loaded.workloads_ == gen.workloads_
+    assert loaded.sample(300, seed=1).events.equals(before.events)
+
+
+def test_full_model_fills_every_channel_light_leaves_them_null():
+    train = chain_trace(3000, seed=2)
+    full = TraceSynth(channels="full", **TINY).fit([train]).sample(500).to_pandas()
+    light = TraceSynth(channels="light", **TINY).fit([train]).sample(500).to_pandas()
+    for column in ("tid", "cpu"):
+        if train.to_pandas()[column].notna().any():
+            assert full[column].notna().any(), column
+        assert light[column].isna().all(), column
+
+
+def test_bad_options_are_config_errors(tmp_path):
+    with pytest.raises(ConfigError, match="size"):
+        TraceSynth(size="huge").fit([chain_trace(500)])
+    with pytest.raises(ConfigError, match="constraints"):
+        TraceSynth(constraints="maybe", **TINY).fit([chain_trace(500)])
+    with pytest.raises(ConfigError, match="not a TraceSynth model"):
+        TraceSynth.load(tmp_path)
