@@ -9,6 +9,7 @@ temporary outputs. Results cross the process boundary as JSON, never as pickles.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import multiprocessing
 import os
@@ -22,6 +23,9 @@ from tracesynth.fileio import TMP_PREFIX
 
 
 def _child(conn, fn, args) -> None:
+    # The parent reports a crash from the exit status; a traceback dump from an inherited
+    # faulthandler (pytest enables one) would only be noise.
+    faulthandler.disable()
     try:
         result = fn(*args)
         conn.send_bytes(json.dumps({"ok": result}).encode())
