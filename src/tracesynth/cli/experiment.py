@@ -1,0 +1,101 @@
+"""`experiment`: run a grid of train → generate → evaluate cells, with peers, and publish
+results.csv, results.md and plots (see docs/experiments.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from tracesynth.cli.app import app, console_err, progress
+
+
+@app.command()
+def experiment(
+    config_file: Path = typer.Argument(..., help="Experiment config (YAML; see experiments/default.yaml)."),
+    out: Path = typer.Option(..., "-o", "--out", help="Results directory (cells/, models/, results.*, plots/)."),
+    budget: float = typer.Option(1.0, "--budget", help="Multiplier of the config's training steps "
+                                                       "(e.g. 0.25 for a quick look, 10 on a GPU)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue a run in OUT: finished cells are skipped."),
+    report_only: bool = typer.Option(False, "--report-only", help="Only re-render results.* from OUT's cells."),
+):
+    """Reproduce the published ablations (channels × context × constraints × seeds) beside peers."""
+    from tracesynth.experiments.config import load_config
+    from tracesynth.experiments.grid import enumerate_cells
+    from tracesynth.experiments.results import write_results
+    from tracesynth.experiments.runner import resolve_workloads, run_experiment
+
+    if report_only:
+        paths = write_results(out)
+        console_err.print(f"results: {paths['md']}  {paths['csv']}", highlight=False)
+        return
+    config = load_config(config_file)
+    total = len(enumerate_cells(config, resolve_workloads(config)))
+    with progress() as prog:
+        task = prog.add_task("experiment", total=total, rate="")
+        finished = {"n": 0}
+
+        def on_progress(phase, cell, done):
+            label = cell.cell_id if cell is not None else ""
+            if done:
+                finished["n"] += 1
+                prog.update(task, advance=1, rate=phase)
+            prog.update(task, description=f"{phase}: {label}")
+
+        counts = run_experiment(config, out, budget=budget, resume=resume, on_progress=on_progress)
+    write_command_record(out, config_file, budget, resume)
+    console_err.print(f"{counts['cells']} cells: {counts['ok']} run, {counts['skipped']} already done, "
+                      f"{counts['error']} failed → {out / 'results.md'}", highlight=False)
+    if counts["error"]:
+        console_err.print(f"[yellow]{counts['error']} cells failed; their errors are in results.md[/]")
+
+
+def write_command_record(out: Path, config_file: Path, budget: float, resume: bool) -> Path:
+    """COMMAND.md: the exact command, the code version and the environment of the run, so that
+    published results say how to reproduce them."""
+    import json
+    import shlex
+    import subprocess
+    import sys
+    import time
+    from importlib import metadata
+
+    from tracesynth.fileio import atomic_path
+
+    def version(package: str) -> str:
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                timeout=10).stdout.strip() or "?"
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                                    text=True, timeout=10).stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        commit, dirty = "?", False
+    run = json.loads((out / "run.json").read_text())
+    env = run.get("environment", {})
+    command = "tracesynth experiment " + shlex.join([str(config_file), "-o", str(out)])
+    command += f" --budget {budget:g}" if budget != 1.0 else ""
+    command += " --resume" if resume else ""
+    lines = [
+        "# How these results were made", "",
+        "```", command, "```", "",
+        f"- finished: {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}; git {commit}"
+        + (" (with uncommitted changes)" if dirty else ""),
+        f"- config: `{config_file}` (copied in full into run.json); budget {budget:g} → "
+        f"{run.get('train_steps')} TraceSynth training steps per model",
+        f"- Python {env.get('python')} on {env.get('platform')}; torch {env.get('torch')}, "
+        + (f"GPU {env['gpu']}" if env.get("gpu") else f"CPU, {env.get('torch_threads')} threads"),
+        f"- numpy {version('numpy')}, pandas {version('pandas')}, scikit-learn {version('scikit-learn')}; "
+        f"peers: sdv {version('sdv')}, gretel-synthetics {version('gretel-synthetics')}",
+        f"- python executable: `{sys.executable}`", "",
+        "Published copies keep results.csv, results.md, plots/, run.json and this file; cells/ and models/",
+        "stay in the results directory (re-render with `--report-only`).", "",
+    ]
+    path = out / "COMMAND.md"
+    with atomic_path(path) as tmp:
+        tmp.write_text("\n".join(lines))
+    return path

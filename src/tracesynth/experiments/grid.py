@@ -1,0 +1,75 @@
+"""The cells of an experiment: which generator, on which workload, with which settings.
+
+A TraceSynth cell is (workload, channels, context, constraints, seed); a peer cell is
+(workload, peer, seed). The constraint modes of one (workload, channels, context, seed) share
+one trained model (constraints act at sampling time only), so cells are enumerated model by
+model: `model_groups` yields each trained model with the cells that sample from it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+from tracesynth.experiments.config import ExperimentConfig
+
+TRACESYNTH = "tracesynth"
+
+
+@dataclass(frozen=True)
+class Cell:
+    generator: str            # "tracesynth" or a peer's label
+    workload: str
+    seed: int
+    channels: str | None = None
+    context: int | None = None
+    constraints: str = "none"
+
+    @property
+    def cell_id(self) -> str:
+        """A file-name-safe, stable name: the result lands in cells/<cell_id>.json."""
+        if self.generator == TRACESYNTH:
+            parts = [self.generator, self.workload, _safe(self.channels), f"ctx{self.context}",
+                     self.constraints, f"seed{self.seed}"]
+        else:
+            parts = [_safe(self.generator), self.workload, f"seed{self.seed}"]
+        return "__".join(parts)
+
+    @property
+    def model_id(self) -> str:
+        """Cells with the same model_id share one trained model."""
+        if self.generator == TRACESYNTH:
+            return "__".join([self.generator, self.workload, _safe(self.channels), f"ctx{self.context}",
+                              f"seed{self.seed}"])
+        return self.cell_id
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _safe(text: str | None) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text))
+
+
+def enumerate_cells(config: ExperimentConfig, workloads: list[str]) -> list[Cell]:
+    """Every cell, grouped so that cells sharing a model are adjacent; peers after TraceSynth
+    cells of the same workload and seed (so a partial run already compares like with like)."""
+    grid = config.grid
+    cells: list[Cell] = []
+    for seed in grid.seeds:
+        for workload in workloads:
+            for context in grid.contexts:
+                for channels in grid.channels:
+                    for mode in grid.constraints:
+                        cells.append(Cell(TRACESYNTH, workload, seed, channels, context, mode))
+            for peer in config.peers:
+                cells.append(Cell(peer.display, workload, seed))
+    return cells
+
+
+def model_groups(cells: list[Cell]) -> list[tuple[str, list[Cell]]]:
+    """(model_id, its cells) in enumeration order."""
+    groups: dict[str, list[Cell]] = {}
+    for cell in cells:
+        groups.setdefault(cell.model_id, []).append(cell)
+    return list(groups.items())

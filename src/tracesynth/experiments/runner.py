@@ -1,0 +1,337 @@
+"""Run an experiment grid: one cell = train on the training runs → generate → evaluate on the
+held-out runs, with its result written atomically to ``RESULTS_DIR/cells/<cell_id>.json``.
+
+Resumable: a cell whose JSON says ``ok`` is never run again; failed cells are retried. The
+constraint modes of one (workload, channels, context, seed) sample from one trained model,
+saved under ``RESULTS_DIR/models/<model_id>`` so a resumed run reuses it instead of retraining.
+A cell that fails (a peer not installed, a model that cannot run at a size) records the error
+message in its JSON and in the results, never a number.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tracesynth.errors import ConfigError, TraceSynthError
+from tracesynth.experiments.config import ExperimentConfig, train_steps
+from tracesynth.experiments.grid import TRACESYNTH, Cell, enumerate_cells, model_groups
+from tracesynth.fileio import atomic_path
+from tracesynth.schema import Trace
+
+RESULT_VERSION = 1
+CELLS_DIR = "cells"
+MODELS_DIR = "models"
+RUN_FILE = "run.json"
+
+#: Called as on_progress(phase, cell, finished): phase is a short text ("train", "generate",
+#: "evaluate", "skip", "done", "error"); `finished` is True when the cell is complete.
+Progress = Callable[[str, Cell | None, bool], None]
+
+
+@dataclass
+class Split:
+    """The real traces of one workload: training runs and held-out runs (labelled)."""
+
+    train: list[Trace]
+    test: list[Trace]
+
+    @property
+    def n_test_events(self) -> int:
+        return sum(len(t) for t in self.test)
+
+
+def load_split(config: ExperimentConfig, workload: str) -> Split:
+    import tracesynth.datasets as ds
+
+    data = config.data
+
+    def take(run: int, limit: int | None) -> Trace:
+        trace = ds.load(workload, run)
+        if limit is not None and len(trace) > limit:
+            trace = trace.slice(0, limit)
+        trace.meta.workload = workload
+        trace.meta.run = str(run)
+        return trace
+
+    return Split([take(r, data.max_train_events) for r in data.train_runs],
+                 [take(r, data.max_test_events) for r in data.test_runs])
+
+
+def resolve_workloads(config: ExperimentConfig) -> list[str]:
+    import tracesynth.datasets as ds
+
+    available = ds.workloads()
+    if config.data.workloads == "all":
+        if not available:
+            raise ConfigError("data.workloads: all, but no bundled dataset is present (run `make dataset`)")
+        return available
+    missing = [w for w in config.data.workloads if w not in available]
+    if missing:
+        raise ConfigError(f"data.workloads: no bundled workload {', '.join(map(repr, missing))}; "
+                          f"available: {', '.join(available) or 'none'}")
+    return list(config.data.workloads)
+
+
+# --- results on disk ---------------------------------------------------------------------------
+def cell_path(out_dir: Path, cell: Cell) -> Path:
+    return out_dir / CELLS_DIR / f"{cell.cell_id}.json"
+
+
+def read_cell(out_dir: Path, cell: Cell) -> dict | None:
+    path = cell_path(out_dir, cell)
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None  # unreadable → run it again (writes are atomic, so this is rare)
+
+
+def is_finished(out_dir: Path, cell: Cell) -> bool:
+    result = read_cell(out_dir, cell)
+    return bool(result) and result.get("status") == "ok"
+
+
+def write_cell(out_dir: Path, cell: Cell, result: dict) -> Path:
+    path = cell_path(out_dir, cell)
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(result, indent=1, sort_keys=True, default=_json_default))
+    return path
+
+
+def _json_default(value):
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
+
+
+def _run_record(config: ExperimentConfig, budget: float) -> dict:
+    return {"config": config.to_dict(), "budget": budget, "train_steps": train_steps(config, budget)}
+
+
+def prepare_out_dir(out_dir: Path, config: ExperimentConfig, budget: float, resume: bool) -> None:
+    """Refuse to mix results: an existing run is continued only with --resume and the same
+    config and budget."""
+    record = _run_record(config, budget)
+    run_file = out_dir / RUN_FILE
+    if run_file.exists():
+        if not resume:
+            raise ConfigError(f"{out_dir} already holds an experiment; pass --resume to continue it "
+                              "or choose another -o")
+        previous = json.loads(run_file.read_text())
+        if previous.get("config") != record["config"] or previous.get("budget") != budget:
+            raise ConfigError(f"{out_dir}: --resume with a different config or budget than the run there "
+                              f"(budget {previous.get('budget')}); use another -o")
+        return
+    if (out_dir / CELLS_DIR).exists() and any((out_dir / CELLS_DIR).iterdir()):
+        raise ConfigError(f"{out_dir} has cell results but no {RUN_FILE}; choose another -o")
+    record["environment"] = environment()
+    with atomic_path(run_file) as tmp:
+        tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
+
+
+def environment() -> dict:
+    import torch
+
+    import tracesynth
+
+    env = {"python": platform.python_version(), "platform": platform.platform(), "torch": torch.__version__,
+           "tracesynth": getattr(tracesynth, "__version__", "?"), "cuda": torch.cuda.is_available(),
+           "torch_threads": torch.get_num_threads()}
+    if torch.cuda.is_available():
+        env["gpu"] = torch.cuda.get_device_name(0)
+    return env
+
+
+# --- metrics of one cell ---------------------------------------------------------------------
+def _get(data, *keys):
+    for key in keys:
+        if not isinstance(data, dict) or key not in data:
+            return None
+        data = data[key]
+    return data
+
+
+def cell_metrics(report: dict, workload: str, predictor: str) -> dict:
+    """The flat headline row of one evaluated cell (None where the metric was not available)."""
+    per = report["workloads"][workload]
+    head = per["headline"]
+    next_key, lat_key = f"next_event_{predictor}", f"syscall_latency_{predictor}"
+    validity = per.get("validity", {})
+    syn_valid = validity.get("synthetic", {})
+    real_valid = validity.get("real_test", {})
+    return {
+        "tstr": _get(head, "tstr", next_key),
+        "trtr": _get(head, "trtr", next_key),
+        "tstr_trtr": _get(head, "tstr_trtr_ratio", next_key),
+        "tstr_latency": _get(head, "tstr", lat_key),
+        "trtr_latency": _get(head, "trtr", lat_key),
+        "disc_512": _get(head, "discriminative", "512"),
+        "disc_2048": _get(head, "discriminative", "2048"),
+        "disc_floor_512": _get(head, "discriminative_real_floor", "512"),
+        "disc_floor_2048": _get(head, "discriminative_real_floor", "2048"),
+        "violations_per_1k": syn_valid.get("total") if syn_valid.get("available") else None,
+        "violations_per_1k_real": real_valid.get("total") if real_valid.get("available") else None,
+        # rules that applied to the synthetic trace (a light trace has no tid/cpu/ret to check)
+        "rules_checked": len(syn_valid.get("per_rule", {})) if syn_valid.get("available") else None,
+        "copy_rate_256": _get(head, "copy_rate", "256"),
+        "copy_rate_256_holdout": _get(head, "copy_rate_holdout", "256"),
+        "privacy_flagged": head.get("privacy_flagged"),
+        "event_jsd": head.get("event_jsd"),
+        "event_jsd_floor": head.get("event_jsd_real_floor"),
+        "eval_seconds": report["cost"]["wall_seconds"],
+    }
+
+
+# --- generators --------------------------------------------------------------------------------
+def _tracesynth(config: ExperimentConfig, cell: Cell, steps: int):
+    from tracesynth.generators.diffusion import TraceSynth
+
+    ts = config.tracesynth
+    return TraceSynth(channels=cell.channels, context=cell.context, size=ts.size, train_steps=steps,
+                      batch_size=max(1, ts.batch_events // cell.context), lr=ts.lr, sample_steps=ts.sample_steps,
+                      device=ts.device, constraints="none", random_state=cell.seed)
+
+
+def _trained_tracesynth(config, cell, steps, split, out_dir, on_progress):
+    """(generator, train seconds): loaded from models/ when a previous run saved it."""
+    from tracesynth.generators.diffusion import TraceSynth
+
+    model_dir = out_dir / MODELS_DIR / cell.model_id
+    info_file = model_dir / "experiment.json"
+    if info_file.exists():
+        info = json.loads(info_file.read_text())
+        return TraceSynth.load(model_dir, device=config.tracesynth.device), info["train_seconds"], info
+    on_progress("train", cell, False)
+    generator = _tracesynth(config, cell, steps)
+    start = time.perf_counter()
+    generator.fit(split.train)
+    seconds = time.perf_counter() - start
+    from tracesynth.model.denoiser import parameter_count
+
+    info = {"train_seconds": seconds, "train_steps": steps, "params": parameter_count(generator.model_),
+            "batch_size": generator.batch_size, "context": generator.model_.config.context}
+    generator.save(model_dir)
+    with atomic_path(info_file) as tmp:
+        tmp.write_text(json.dumps(info, indent=1))
+    return generator, seconds, info
+
+
+def _peer(config: ExperimentConfig, cell: Cell):
+    from tracesynth.experiments.peers import make_peer
+
+    peer = next(p for p in config.peers if p.display == cell.generator)
+    return make_peer(peer.name, dict(peer.params), cell.seed)
+
+
+# --- the loop ------------------------------------------------------------------------------------
+def run_experiment(config: ExperimentConfig, out_dir: str | Path, *, budget: float = 1.0, resume: bool = False,
+                   on_progress: Progress | None = None) -> dict:
+    """Run every unfinished cell; returns counts {"cells", "skipped", "ok", "error"}."""
+    from tracesynth.experiments.results import write_results
+
+    out_dir = Path(out_dir)
+    steps = train_steps(config, budget)
+    workloads = resolve_workloads(config)
+    prepare_out_dir(out_dir, config, budget, resume)
+    report = on_progress or (lambda phase, cell, finished: None)
+    cells = enumerate_cells(config, workloads)
+    counts = {"cells": len(cells), "skipped": 0, "ok": 0, "error": 0}
+    splits: dict[str, Split] = {}
+    for _model_id, group in model_groups(cells):
+        pending = [c for c in group if not is_finished(out_dir, c)]
+        for cell in group:
+            if cell not in pending:
+                counts["skipped"] += 1
+                report("skip", cell, True)
+        if not pending:
+            continue
+        workload = group[0].workload
+        if workload not in splits:
+            splits = {workload: load_split(config, workload)}  # one workload's traces in memory
+        split = splits[workload]
+        generator, train_seconds, info, failure = None, None, {}, None
+        try:
+            if group[0].generator == TRACESYNTH:
+                generator, train_seconds, info = _trained_tracesynth(config, group[0], steps, split, out_dir, report)
+            else:
+                report("train", group[0], False)
+                generator = _peer(config, group[0])
+                start = time.perf_counter()
+                generator.fit(split.train)
+                train_seconds = time.perf_counter() - start
+        except Exception as exc:  # noqa: BLE001 — recorded per cell, never hidden
+            failure = _describe(exc, "train")
+        for cell in pending:
+            result = _failed(cell, failure) if failure else _run_cell(config, cell, generator, train_seconds, info,
+                                                                      split, steps, report)
+            result["budget"] = budget
+            write_cell(out_dir, cell, result)
+            counts[result["status"]] += 1
+            report("done" if result["status"] == "ok" else "error", cell, True)
+    write_results(out_dir)
+    return counts
+
+
+def _describe(exc: BaseException, phase: str) -> dict:
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    known = isinstance(exc, TraceSynthError)
+    return {"phase": phase, "type": type(exc).__name__, "message": message or type(exc).__name__,
+            "traceback": None if known else traceback.format_exc(limit=6)}
+
+
+def _failed(cell: Cell, failure: dict) -> dict:
+    return {"result_version": RESULT_VERSION, "cell": cell.to_dict(), "cell_id": cell.cell_id,
+            "model_id": cell.model_id, "status": "error", "error": failure, "metrics": {}}
+
+
+def _run_cell(config, cell, generator, train_seconds, info, split, steps, report) -> dict:
+    from tracesynth.evaluation.runner import evaluate
+
+    n_events = split.n_test_events
+    try:
+        report("generate", cell, False)
+        start = time.perf_counter()
+        if cell.generator == TRACESYNTH:
+            synthetic = generator.generate(n_events, cell.workload, cell.seed, constraints=cell.constraints)
+        else:
+            synthetic = generator.sample(n_events, workload=cell.workload, seed=cell.seed)
+        sample_seconds = time.perf_counter() - start
+    except Exception as exc:  # noqa: BLE001
+        return _failed(cell, _describe(exc, "generate"))
+    synthetic.meta.workload = cell.workload
+    synthetic.meta.extra.update({"train_seconds": train_seconds, "sample_seconds": sample_seconds,
+                                 "events_per_second": len(synthetic) / max(sample_seconds, 1e-9)})
+    try:
+        report("evaluate", cell, False)
+        full = evaluate(split.train, split.test, [synthetic], seeds=config.evaluation.seeds,
+                        quick=config.evaluation.quick)
+    except Exception as exc:  # noqa: BLE001
+        return _failed(cell, _describe(exc, "evaluate"))
+    metrics = cell_metrics(full, cell.workload, config.evaluation.predictor)
+    edits = synthetic.meta.extra.get("repair_edits")
+    metrics.update({
+        "edits_per_1k": 1000.0 * edits / len(synthetic) if edits is not None else None,
+        "train_seconds": train_seconds,
+        "sample_seconds": sample_seconds,
+        "gen_events_per_s": len(synthetic) / max(sample_seconds, 1e-9),
+        "events_synthetic": len(synthetic),
+        "events_train": sum(len(t) for t in split.train),
+        "events_test": n_events,
+        "train_steps": info.get("train_steps", steps) if cell.generator == TRACESYNTH else None,
+        "params": info.get("params") if cell.generator == TRACESYNTH else getattr(generator, "params_", None),
+    })
+    return {"result_version": RESULT_VERSION, "cell": cell.to_dict(), "cell_id": cell.cell_id,
+            "model_id": cell.model_id, "status": "ok", "error": None, "metrics": metrics,
+            "validity": full["workloads"][cell.workload].get("validity"),
+            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

@@ -1,0 +1,87 @@
+"""Experiment configs: the shipped YAMLs load; mistakes name the file and the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tracesynth.errors import ConfigError
+from tracesynth.experiments.config import ExperimentConfig, load_config, train_steps
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", ["default.yaml", "smoke.yaml", "subset.yaml"])
+def test_shipped_configs_load(name):
+    config = load_config(REPO / "experiments" / name)
+    assert config.grid.seeds
+    # plain dataclasses: a JSON round trip gives the same config back
+    again = ExperimentConfig.from_dict(config.to_dict())
+    assert again == config
+
+
+def test_default_config_is_the_issue_grid():
+    config = load_config(REPO / "experiments" / "default.yaml")
+    assert config.grid.channels == ["light", "full"]
+    assert config.grid.contexts == [256, 1024, 4096, 16384]
+    assert config.grid.constraints == ["none", "repair", "guided"]
+    assert {p.name for p in config.peers} >= {"markov", "ar", "par", "dgan"}
+
+
+def _write(tmp_path, text: str) -> Path:
+    path = tmp_path / "exp.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("text, key, words", [
+    ("grid:\n  contexs: [256]\n", "grid.contexs", "unknown key"),
+    ("grid:\n  contexts: [256, big]\n", "grid.contexts[1]", "expected an integer"),
+    ("grid:\n  contexts: [250]\n", "grid.contexts[0]", "multiple of 16"),
+    ("grid:\n  constraints: [none, fix]\n", "grid.constraints[1]", "'fix'"),
+    ("grid:\n  channels: [light, colour]\n", "grid.channels[1]", "colour"),
+    ("grid:\n  seeds: [0, 0]\n", "grid.seeds", "duplicates"),
+    ("data:\n  test_runs: [2]\n", "data.test_runs", "also training runs"),
+    ("data:\n  max_test_events: 0\n", "data.max_test_events", "positive"),
+    ("tracesynth:\n  train_steps: 2.5\n", "tracesynth.train_steps", "expected an integer"),
+    ("tracesynth:\n  size: huge\n", "tracesynth.size", "huge"),
+    ("peers:\n  - name: gan\n", "peers[0].name", "unknown peer"),
+    ("peers:\n  - name: markov\n  - name: markov\n", "peers", "distinct"),
+    ("evaluation:\n  predictor: gru\n", "evaluation.predictor", "quick"),
+    ("grid: [1, 2]\n", "grid", "expected a mapping"),
+    ("nmae: x\n", "nmae", "unknown key"),
+])
+def test_bad_config_names_file_and_key(tmp_path, text, key, words):
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: {key}:"), message
+    assert words in message
+    assert "\n" not in message
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path):
+    path = _write(tmp_path, "name: x\ngrid:\n  contexts: [256\n  seeds: [0]\n")
+    with pytest.raises(ConfigError, match=rf"^{path}:\d+: not valid YAML"):
+        load_config(path)
+
+
+def test_missing_file_and_non_mapping(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read experiment config"):
+        load_config(tmp_path / "absent.yaml")
+    with pytest.raises(ConfigError, match="top level must be a mapping"):
+        load_config(_write(tmp_path, "- a\n- b\n"))
+
+
+def test_peers_only_grid_and_budget(tmp_path):
+    config = load_config(_write(tmp_path, "grid: {channels: [], contexts: [], constraints: []}\n"
+                                          "peers: [{name: markov, params: {order: 2}}]\n"))
+    assert config.peers[0].params == {"order": 2}
+    with pytest.raises(ConfigError, match="grid.contexts: is empty"):
+        load_config(_write(tmp_path, "grid: {contexts: []}\n"))
+    assert train_steps(config, 0.5) == round(config.tracesynth.train_steps * 0.5)
+    assert train_steps(config, 1e-9) == 1
+    with pytest.raises(ConfigError, match="--budget must be positive"):
+        train_steps(config, 0)

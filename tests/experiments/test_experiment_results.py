@@ -1,0 +1,84 @@
+"""results.md from a fixed results.csv: the findings tables, CIs over seeds, peers, failures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tracesynth.experiments.results import ci95, read_csv, render_markdown, write_plots
+
+DATA = Path(__file__).parent / "data" / "results.csv"
+T_975_1 = 12.706204736  # t quantile for 2 seeds (1 degree of freedom)
+
+
+def _row(md: str, *starts: str) -> str:
+    """The table row whose first cells are `starts`."""
+    prefix = "| " + " | ".join(starts) + " |"
+    rows = [line for line in md.splitlines() if line.startswith(prefix)]
+    assert len(rows) == 1, (prefix, rows)
+    return rows[0]
+
+
+@pytest.fixture(scope="module")
+def markdown():
+    frame = read_csv(DATA)
+    run = {"config": {"name": "fixture", "data": {"train_runs": [1, 2], "test_runs": [3]}}, "budget": 0.5,
+           "train_steps": 150}
+    return render_markdown(frame, run)
+
+
+def test_ci95():
+    mean, half, n = ci95([0.5, 0.7])
+    assert (mean, n) == (pytest.approx(0.6), 2)
+    assert half == pytest.approx(T_975_1 * 0.1414213562 / 2 ** 0.5, rel=1e-6)
+    assert ci95([0.4]) == (0.4, None, 1)
+    assert ci95([None, float("nan")]) == (None, None, 0)
+
+
+def test_header_and_light_vs_full(markdown):
+    assert markdown.startswith("# Experiment results: fixture")
+    assert "Cells: 15 (14 finished, 1 failed). Seeds: 0, 1. Budget: 0.5" in markdown
+    # per-seed ratios 0.5/0.6 and 0.7/0.7 → mean 0.917, half-width t·s/√2
+    ratios = [0.5 / 0.6, 1.0]
+    half = T_975_1 * abs(ratios[1] - ratios[0]) / 2 ** 0.5 / 2 ** 0.5
+    row = _row(markdown, "stream", "256")
+    assert f"| {sum(ratios) / 2:.3f} ± {half:.3f} |" in row
+    # training time light/full: 10/20 and 12/24 → 0.50 exactly; sampling: 500/1000 → 0.50
+    assert "| 0.50 ± 0.00 | 0.50 ± 0.00 |" in row
+    # over both contexts: TSTR ratios 0.833, 1.0, 1.0, 1.1 → 0.983 ≥ 0.98; training cost 0.50 ≤ 0.5
+    assert ("Target (light within 2% of full at half the cost or less): **met** "
+            "(TSTR ratio 0.983, training cost ratio 0.50; full's own TSTR averages 0.650") in markdown
+
+
+def test_context_gain_and_constraints(markdown):
+    row = _row(markdown, "stream", "light", "0.600 ± 1.271")  # TSTR@256 over seeds 0.5, 0.7
+    gains = [0.6 / 0.5 - 1, 0.77 / 0.7 - 1]
+    half = T_975_1 * abs(gains[0] - gains[1]) / 2 ** 0.5 / 2 ** 0.5
+    assert f"| {sum(gains) / 2:.3f} ± {half:.3f} |" in row
+    assert row.rstrip().endswith("| not run | not run |")  # no 16384 in this grid
+    row = _row(markdown, "stream", "light", "256", "—", "11.0 ± 12.7")  # violations none: 10, 12
+    diffs = [0.05, 0.02]
+    half = T_975_1 * abs(diffs[0] - diffs[1]) / 2 ** 0.5 / 2 ** 0.5
+    assert f"| 0.0 ± 0.0 | {sum(diffs) / 2:.3f} ± {half:.3f} | not run | not run | 3.0 ± 0.0 |" in row
+
+
+def test_split_peers_and_failures(markdown):
+    # gzip is I/O-bound, stream compute-bound: light/256/none TSTR/TRTR per workload
+    stream = (0.5 / 0.9 + 0.7 / 0.9) / 2
+    gzip = (0.81 / 0.9 + 0.72 / 0.9) / 2
+    row = _row(markdown, "tracesynth", "light", "256", "none", f"{stream:.3f}")
+    assert row.endswith(f"| {stream:.3f} | {gzip:.3f} | {(stream + gzip) / 2:.3f} | stream {stream:.3f} | NOT met |")
+    assert "| stream | tracesynth (light, 4096, none) |" in markdown  # peers compared with ctx ≤ 4096
+    assert _row(markdown, "stream", "markov").startswith("| stream | markov | 0.810 ± 0.127 |")
+    failed = _row(markdown, "stream", "dgan")
+    assert "failed: train: PeerUnavailable: dgan: gretel-synthetics is not installed" in failed
+    assert "## Cells that did not run" in markdown
+
+
+def test_plots(tmp_path):
+    paths = write_plots(read_csv(DATA), tmp_path)
+    assert sorted(p.name for p in paths) == ["context_vs_tstr.png", "light_vs_full.png", "peers.png",
+                                             "repair_effect.png"]
+    for path in paths:
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

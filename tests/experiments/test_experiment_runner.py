@@ -1,0 +1,100 @@
+"""The runner end to end on a real bundled workload at tiny sizes: cells run, results appear,
+a failing peer records its error, a second run refuses to mix, --resume skips finished cells."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+import tracesynth.datasets as ds
+from tracesynth.cli import main
+from tracesynth.errors import ConfigError
+from tracesynth.experiments.config import load_config
+from tracesynth.experiments.runner import run_experiment
+
+CONFIG = """
+name: tiny
+data: {workloads: [stream], train_runs: [1, 2], test_runs: [3], max_train_events: 3000, max_test_events: 1500}
+grid: {channels: [light], contexts: [64], constraints: [none, repair], seeds: [0]}
+tracesynth: {train_steps: 2, batch_events: 256, size: tiny, sample_steps: 2, device: cpu}
+peers:
+  - {name: markov, params: {order: 2}}
+  - {name: copy, params: {chunk_length: 256}}
+  - {name: markov, label: broken, params: {order: 0}}
+evaluation: {seeds: 1, quick: true}
+"""
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    if "stream" not in ds.workloads():
+        pytest.skip("bundled dataset not present")
+    root = tmp_path_factory.mktemp("experiment")
+    config_file = root / "tiny.yaml"
+    config_file.write_text(CONFIG)
+    out = root / "out"
+    phases = []
+    counts = run_experiment(load_config(config_file), out, on_progress=lambda p, c, d: phases.append((p, c, d)))
+    return config_file, out, counts, phases
+
+
+def test_cells_run_and_results_are_written(finished_run):
+    _config, out, counts, phases = finished_run
+    assert counts == {"cells": 5, "skipped": 0, "ok": 4, "error": 1}
+    # the two constraint modes share one trained model: trained once, saved once
+    assert [p for p, c, d in phases if p == "train" and c.generator == "tracesynth"] == ["train"]
+    assert len(list((out / "models").iterdir())) == 1
+    frame = pd.read_csv(out / "results.csv")
+    assert len(frame) == 5
+    ok = frame[frame["status"] == "ok"]
+    assert ok["tstr"].between(0, 1).all() and ok["trtr"].between(0, 1).all()
+    assert (ok["events_synthetic"] == 1500).all()
+    repair = ok[(ok["generator"] == "tracesynth") & (ok["constraints"] == "repair")]
+    assert repair["edits_per_1k"].notna().all()
+    broken = frame[frame["generator"] == "broken"].iloc[0]
+    assert broken["status"] == "error" and "order must be a positive integer" in broken["error"]
+    assert pd.isna(broken["tstr"])  # no number for a failed cell
+    md = (out / "results.md").read_text()
+    assert "order must be a positive integer" in md and "## Peers, side by side" in md
+    assert (out / "plots" / "peers.png").stat().st_size > 1000
+
+
+def test_second_run_refuses_to_mix_and_resume_skips(finished_run):
+    config_file, out, _counts, _phases = finished_run
+    config = load_config(config_file)
+    with pytest.raises(ConfigError, match="--resume"):
+        run_experiment(config, out)
+    markov_cell = out / "cells" / "markov__stream__seed0.json"
+    before = {p.name: p.stat().st_mtime_ns for p in (out / "cells").glob("*.json")}
+    markov_cell.unlink()
+    phases = []
+    counts = run_experiment(config, out, resume=True, on_progress=lambda p, c, d: phases.append((p, c.cell_id)))
+    # finished cells skipped; the deleted one and the failed one run again; no retraining
+    assert counts == {"cells": 5, "skipped": 3, "ok": 1, "error": 1}
+    assert not any(p == "train" and cid.startswith("tracesynth") for p, cid in phases)
+    after = {p.name: p.stat().st_mtime_ns for p in (out / "cells").glob("*.json")}
+    for name in before:
+        if name not in ("markov__stream__seed0.json", "broken__stream__seed0.json"):
+            assert after[name] == before[name], name
+    assert json.loads(markov_cell.read_text())["status"] == "ok"
+    with pytest.raises(ConfigError, match="different config or budget"):
+        run_experiment(config, out, resume=True, budget=2.0)
+
+
+def test_cli_report_only_and_errors(finished_run, capsys):
+    config_file, out, _counts, _phases = finished_run
+    (out / "results.md").unlink()
+    assert main(["experiment", str(config_file), "-o", str(out), "--report-only"]) == 0
+    assert (out / "results.md").exists()
+    from tracesynth.cli.experiment import write_command_record
+
+    text = write_command_record(out, config_file, 0.5, True).read_text()
+    assert f"tracesynth experiment {config_file} -o {out} --budget 0.5 --resume" in text
+    assert "torch" in text and "sdv" in text
+    bad = config_file.parent / "bad.yaml"
+    bad.write_text("grid:\n  seeds: [zero]\n")
+    assert main(["experiment", str(bad), "-o", str(out / "x")]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: grid.seeds[0]: expected an integer" in err.replace("\n", "")
