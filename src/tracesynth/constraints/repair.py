@@ -26,6 +26,8 @@ from tracesynth.constraints.view import TraceView
 from tracesynth.schema import SCHEMA, Trace
 
 MAX_ROUNDS = 8
+#: Fix-then-drop cycles before repair only drops (see `repair`).
+LAST_RESORT_CYCLES = 4
 
 
 def apply_edits(table: pa.Table, origin: np.ndarray, edits: list[Edit]) -> tuple[pa.Table, np.ndarray]:
@@ -111,16 +113,28 @@ def repair(trace: Trace, rules=None, *, assume_single_thread: bool | None = None
                 return True
         return False
 
-    # Last resort when fixes keep exposing new violations: drop the violating rows, then let
-    # the rules fix what the drops broke. Dropping shrinks the trace, so this ends (an empty
-    # trace is clean); in practice one or two cycles suffice.
-    while not rule_rounds():
+    def drop_violations(rule_name: str) -> bool:
+        """Drop every row a rule flags; False when nothing was flagged (the trace is clean)."""
+        nonlocal table, origin
         view = view_of()
         rows = violating_rows(view, rules)
         if not len(rows):
-            break
-        edits = [Edit("drop", int(r), "last-resort", view.row_info(int(r))) for r in rows]
+            return False
+        edits = [Edit("drop", int(r), rule_name, view.row_info(int(r))) for r in rows]
         log.extend(_logged(e, origin) for e in edits)
         table, origin = apply_edits(table, origin, edits)
+        return True
+
+    # Last resort when fixes keep exposing new violations: drop the violating rows, then let
+    # the rules fix what the drops broke; in practice one or two cycles suffice. A fix can
+    # keep re-creating what a drop removed (e.g. a switch inserted, dropped, inserted again on
+    # a trace with no coherent scheduling at all), so after LAST_RESORT_CYCLES only drops are
+    # made: each round removes at least one row, so this ends (an empty trace is clean).
+    for _ in range(LAST_RESORT_CYCLES):
+        if rule_rounds() or not drop_violations("last-resort"):
+            break
+    else:
+        while drop_violations("last-resort-drop-only"):
+            pass
     meta = dataclasses.replace(trace.meta, extra=dict(trace.meta.extra))  # the input's stays untouched
     return Trace(table, meta), log
