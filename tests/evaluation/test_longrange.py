@@ -27,6 +27,26 @@ def test_discriminative_reports_too_little_data_instead_of_a_number():
     a, b = _enc(chain_trace(3000, seed=1), chain_trace(3000, seed=2))
     result = longrange.discriminative(a, b, seeds=[0], lengths=[4096])["4096"]
     assert result["accuracy_mean"] is None and "fewer than" in result["reason"]
+    assert result["available"] is False
+
+
+def test_small_held_out_set_gives_no_constant_score():
+    # a 6k-event held-out side has 22 windows of 512: the classifier could not split on so few
+    # and returned the same fold-size constant (0.4545) for a same-process and a periodic side
+    small, same, periodic = _enc(chain_trace(6000, seed=1), chain_trace(40_000, seed=2),
+                                 cycle_trace(40_000, period=8))
+    for other in (same, periodic):
+        result = longrange.discriminative(other, small, seeds=[0], lengths=[512])["512"]
+        assert result["available"] is False and result["accuracy_mean"] is None
+        assert "too few" in result["reason"]
+    # just above the minimum (9k events = 34 windows) the score is computed and separates
+    small, same, periodic = _enc(chain_trace(9000, seed=1), chain_trace(40_000, seed=2),
+                                 cycle_trace(40_000, period=8))
+    near = longrange.discriminative(same, small, seeds=[0], lengths=[512])["512"]
+    far = longrange.discriminative(periodic, small, seeds=[0], lengths=[512])["512"]
+    assert near["available"] and far["available"]
+    assert near["windows_per_side"] >= longrange.DISCRIMINATIVE_MIN_WINDOWS
+    assert abs(near["accuracy_mean"] - 0.5) < 0.2 and far["accuracy_mean"] > 0.95
 
 
 def test_autocorrelation_finds_the_period_of_a_cycle():
@@ -41,3 +61,36 @@ def test_recurrence_distance_of_a_cycle_is_its_period():
     (c,) = _enc(cycle_trace(5000, period=5))
     distances, never = longrange.recurrence_log_distances(c, k=8)
     assert np.allclose(10 ** distances, 5) and never == 0
+
+
+def _direct_acf(x: np.ndarray, max_lag: int) -> np.ndarray:
+    x = x - x.mean()
+    out = np.zeros(max_lag + 1)
+    for k in range(min(len(x), max_lag + 1)):
+        out[k] = np.dot(x[: len(x) - k], x[k:]) / np.dot(x, x)
+    return out
+
+
+def test_autocorrelation_length_never_depends_on_trace_length_around_max_lag():
+    # traces shorter than, equal to and one/two past the lag range, odd and even, mixed in one
+    # call: the weighted sum once failed with a shape mismatch (4097 vs 2048) on such runs
+    for max_lag in (64, longrange.MAX_LAG):
+        lengths = (max_lag - 1, max_lag, max_lag + 1, max_lag + 2, max_lag // 2 + 1, 3)
+        traces = _enc(*[chain_trace(n, seed=n) for n in lengths])
+        for (t,) in traces:
+            acf = longrange.autocorrelation([t], np.array([t.tokens[0]]), np.array([1.0]), max_lag=max_lag)
+            assert acf.shape == (max_lag + 1,)
+            expected = _direct_acf((t.tokens == t.tokens[0]).astype(float), max_lag)
+            assert np.allclose(acf, expected, atol=1e-9), (max_lag, len(t))
+        mixed = [t for (t,) in traces]
+        top, weights = longrange.top_events(mixed)
+        assert longrange.autocorrelation(mixed, top, weights, max_lag=max_lag).shape == (max_lag + 1,)
+
+
+def test_a_classifier_that_never_splits_gives_no_score(monkeypatch):
+    # the old minimum (10 windows) let 22-window sides through: too few training windows for any
+    # leaf of 20, so every fold predicted one class; the second guard reports that, not 0.4545
+    monkeypatch.setattr(longrange, "DISCRIMINATIVE_MIN_WINDOWS", 10)
+    small, periodic = _enc(chain_trace(6000, seed=1), cycle_trace(40_000, period=8))
+    result = longrange.discriminative(periodic, small, seeds=[0], lengths=[512])["512"]
+    assert result["available"] is False and "one class" in result["reason"]

@@ -28,6 +28,11 @@ def test_report_has_the_documented_keys(quick_report):
     assert {"fidelity", "long_range", "privacy", "utility", "validity", "vocabulary", "events"} <= set(per)
     assert set(per["headline"]["discriminative"]) == {"512", "2048"}
     assert per["headline"]["tstr_trtr_ratio"]["next_event_ngram"] > 0.8  # order-2 chain of an order-1 process
+    for key in ("tstr_accuracy", "trtr_accuracy", "tstr_weighted_f1", "trtr_weighted_f1"):
+        assert 0 < per["headline"][key]["next_event_ngram"] <= 1 and key in quick_report["overall"]
+    ngram = per["utility"]["next_event"]["ngram"]["tstr"]
+    assert per["headline"]["tstr_accuracy"]["next_event_ngram"] == ngram["accuracy"]["mean"]
+    assert per["headline"]["tstr"]["next_event_ngram"] == ngram["mean"]  # macro-F1 key unchanged
     assert quick_report["workload_classification"]["available"] is False
     cost = quick_report["cost"]
     assert cost["events_evaluated"] == {"train": 12_000, "test": 6000, "synthetic": 6000}
@@ -89,3 +94,19 @@ def test_same_seeds_same_report():
     first, second = (evaluate([train], [test], [synthetic], seeds=1, quick=True) for _ in range(2))
     first.pop("cost"), second.pop("cost")
     assert first == second
+
+
+def test_null_synthetic_event_name_is_a_format_error_naming_trace_and_row():
+    from tracesynth.errors import TraceFormatError
+
+    train, test = chain_trace(2000, seed=1), chain_trace(2000, seed=2)
+    import pyarrow as pa
+
+    from tracesynth import Trace
+
+    events = train.column("event").to_pylist()
+    events[7] = None  # `build` would turn None into the string "None"
+    table = train.events.set_column(train.events.schema.get_field_index("event"), "event", pa.array(events))
+    syn = Trace(table, train.meta).with_meta(extra={"generator": "markov"})
+    with pytest.raises(TraceFormatError, match=r"markov \(row 7\): synthetic trace has a null event name"):
+        evaluate([train], [test], [syn], seeds=1, quick=True)

@@ -43,6 +43,31 @@ def test_macro_f1_counts_every_real_class_equally():
     assert utility.macro_f1(truth, np.zeros(5, dtype=int)) == pytest.approx((2 * 0.8 / 1.8 + 0) / 2)
 
 
+def test_accuracy_and_weighted_f1_weigh_classes_by_frequency():
+    # one rare class never predicted: macro-F1 halves it, accuracy and weighted-F1 barely notice
+    truth = np.array([0] * 98 + [1, 2])
+    predicted = np.array([0] * 98 + [0, 2])
+    scores = utility.all_scores(truth, predicted)
+    assert scores["macro_f1"] == pytest.approx(utility.macro_f1(truth, predicted))
+    assert scores["accuracy"] == pytest.approx(0.99)
+    f1_zero = 2 * 98 / (2 * 98 + 1)  # precision 98/99, recall 1
+    assert scores["weighted_f1"] == pytest.approx(0.98 * f1_zero + 0.01 * 0 + 0.01 * 1)
+    assert scores["macro_f1"] == pytest.approx((f1_zero + 0 + 1) / 3)
+
+
+def test_tstr_trtr_reports_accuracy_and_weighted_f1_next_to_macro_f1():
+    train, test = chain_trace(8000, seed=1), chain_trace(4000, seed=2)
+    vocab, a, b, c = _setup(train, test, build(np.random.default_rng(0).permutation(
+        train.column("event").to_pylist())))
+    r = utility.tstr_trtr(utility.next_event_examples, a, b, c, [0, 1], len(vocab), len(vocab), ("ngram",))
+    for side in ("tstr", "trtr"):
+        summary = r["ngram"][side]
+        assert set(summary) == {"mean", "std", "per_seed", "accuracy", "weighted_f1"}
+        for name in ("accuracy", "weighted_f1"):
+            assert 0 < summary[name]["mean"] <= 1 and len(summary[name]["per_seed"]) == 2
+    assert r["ngram"]["trtr"]["accuracy"]["mean"] > r["ngram"]["tstr"]["accuracy"]["mean"]  # shuffled loses
+
+
 def test_latency_classes_follow_log_spaced_edges():
     vocab = Vocabulary.from_traces([chain_trace(100)])
     trace = build(["syscall_entry_read", "syscall_exit_read"] * 3, switch_rate=0.0, tids=(5,))

@@ -15,7 +15,9 @@
   timing, 0.84 without), which would hide the sequence structure the score is meant to judge. Classifier: scikit-learn
   HistGradientBoostingClassifier (60 iterations, 15 leaves), 5-fold StratifiedGroupKFold where
   overlapping windows share a group (no leakage between folds), classes balanced by
-  subsampling. At most `DISCRIMINATIVE_MAX_WINDOWS` windows per side and length.
+  subsampling. At most `DISCRIMINATIVE_MAX_WINDOWS` windows per side and length; with fewer
+  than `DISCRIMINATIVE_MIN_WINDOWS` (or fewer groups than folds) the length is reported
+  `available: false` with a reason, never a number.
 """
 
 from __future__ import annotations
@@ -35,23 +37,38 @@ ACF_PLOT_LAGS = np.unique(np.round(np.logspace(0, np.log10(MAX_LAG), 40)).astype
 RECURRENCE_K = 8
 DISCRIMINATIVE_LENGTHS = (512, 2048, 4096)
 DISCRIMINATIVE_MAX_WINDOWS = 200
-DISCRIMINATIVE_MIN_WINDOWS = 10
+# Below this many windows per side the score is not computed (`available: false`): the
+# classifier's leaves need >= 20 windows (HistGradientBoosting's min_samples_leaf), so with fewer
+# than 40 training windows per fold it cannot split at all and predicts the majority class: the
+# "accuracy" is then a constant set by the fold sizes, the same for every generator and for the
+# real floor (seen as 0.467 on 4k-event held-out sets). 30 per side leaves ~48 training windows
+# per fold and keeps 4096-event windows of a 65k-event run. As a second guard, a seed whose
+# models predicted one class for every test window in every fold is reported unavailable.
+DISCRIMINATIVE_MIN_WINDOWS = 30
 DISCRIMINATIVE_FOLDS = 5
 FEATURE_BUCKETS = 128
 
 
 def _acf_full(series: np.ndarray, max_lag: int) -> np.ndarray:
-    """Autocorrelation at lags 0..max_lag of one real series (0 where undefined)."""
+    """Autocorrelation at lags 0..max_lag of one real series (0 where undefined).
+
+    Always exactly max_lag + 1 values, whatever the series length: lags at or beyond the series
+    length are 0. (The FFT size must cover both the series and the lag range, padded to avoid
+    circular wrap-around; sizing it from the series alone returned only 2·n values for a
+    series shorter than the lag range, which crashed the weighted sum with a shape mismatch.)
+    """
+    out = np.zeros(max_lag + 1)
     x = series - series.mean()
     var = float(np.dot(x, x))
     n = len(x)
     if var == 0 or n < 2:
-        return np.zeros(max_lag + 1)
-    size = 1 << int(np.ceil(np.log2(2 * max(n, max_lag + 1))))
+        return out
+    size = 1 << int(2 * max(n, max_lag + 1) - 1).bit_length()  # power of two ≥ 2·max(n, max_lag+1)
     spectrum = np.fft.rfft(x, size)
-    acf = np.fft.irfft(spectrum * np.conj(spectrum), size)[: max_lag + 1] / var
-    acf[min(n, max_lag + 1):] = 0  # lags beyond the series are undefined: no contribution
-    return acf
+    acf = np.fft.irfft(spectrum * np.conj(spectrum), size)
+    defined = min(n, max_lag + 1)  # lags beyond the series are undefined: no contribution
+    out[:defined] = acf[:defined] / var
+    return out
 
 
 def autocorrelation(traces: Sequence[Encoded], event_ids: np.ndarray, weights: np.ndarray,
@@ -195,41 +212,56 @@ def _discriminative(side_a, side_b, seeds, lengths) -> dict:
 
     out = {}
     for length in lengths:
-        scores, timed_scores, counts = [], [], None
+        scores, timed_scores, counts, degenerate, counts_tried = [], [], None, False, 0
         for seed in seeds:
             rng = np.random.default_rng(seed)
             a, b = _side_windows(side_a, length, rng), _side_windows(side_b, length, rng)
             if a is None or b is None:
                 break
-            n = min(len(a[0]), len(b[0]))
+            n = counts_tried = min(len(a[0]), len(b[0]))
             if n < DISCRIMINATIVE_MIN_WINDOWS:
                 break
-            a = [p[np.sort(rng.choice(len(p), n, replace=False))] for p in a]
-            b = [p[np.sort(rng.choice(len(p), n, replace=False))] for p in b]
+            # one pick per side, applied to every channel, so a window's tokens, gaps, tids
+            # and cpus stay the same window
+            pick_a = np.sort(rng.choice(len(a[0]), n, replace=False))
+            pick_b = np.sort(rng.choice(len(b[0]), n, replace=False))
+            a, b = [p[pick_a] for p in a], [p[pick_b] for p in b]
             timed = np.vstack([window_features(*a[:4]), window_features(*b[:4])])
             labels = np.concatenate([np.zeros(n), np.ones(n)])
             groups = np.concatenate([a[4], b[4] + a[4].max() + 1])
-            folds = min(DISCRIMINATIVE_FOLDS, len(np.unique(a[4])), len(np.unique(b[4])))
-            if folds < 2:
-                break
+            folds = DISCRIMINATIVE_FOLDS
+            if min(len(np.unique(a[4])), len(np.unique(b[4]))) < folds:
+                break  # fewer independent groups than folds: some test fold would lack a class
             splitter = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)
             correct = {"sequence": 0, "timed": 0}
+            varied = {"sequence": False, "timed": False}  # did any fold predict both classes?
             for train_idx, test_idx in splitter.split(timed, labels, groups):
                 for variant, features in (("sequence", timed[:, :-TIME_FEATURES]), ("timed", timed)):
                     model = HistGradientBoostingClassifier(max_iter=60, max_leaf_nodes=15, learning_rate=0.1,
                                                            random_state=seed)
                     model.fit(features[train_idx], labels[train_idx])
-                    correct[variant] += int((model.predict(features[test_idx]) == labels[test_idx]).sum())
+                    predicted = model.predict(features[test_idx])
+                    correct[variant] += int((predicted == labels[test_idx]).sum())
+                    varied[variant] |= len(np.unique(predicted)) > 1
+            if not varied["sequence"]:
+                degenerate = True
+                break
             scores.append(correct["sequence"] / len(labels))
             timed_scores.append(correct["timed"] / len(labels))
             counts = n
-        if scores:
-            out[str(length)] = {"accuracy_mean": float(np.mean(scores)), "accuracy_std": float(np.std(scores)),
+        if scores and not degenerate:
+            out[str(length)] = {"available": True, "accuracy_mean": float(np.mean(scores)),
+                                "accuracy_std": float(np.std(scores)),
                                 "per_seed": scores, "windows_per_side": counts,
                                 "timed": {"accuracy_mean": float(np.mean(timed_scores)),
                                           "accuracy_std": float(np.std(timed_scores)), "per_seed": timed_scores}}
         else:
-            out[str(length)] = {"accuracy_mean": None, "accuracy_std": None, "timed": {"accuracy_mean": None},
-                                "reason": f"fewer than {DISCRIMINATIVE_MIN_WINDOWS} windows of {length} events "
-                                          "on one side (or too few independent groups)"}
+            reason = (f"fewer than {DISCRIMINATIVE_MIN_WINDOWS} windows of {length} events "
+                      f"(stride {length // 2}) on one side, or fewer than {DISCRIMINATIVE_FOLDS} "
+                      "independent groups of 4 windows: too few for the classifier to learn anything")
+            if degenerate:
+                reason = ("the classifier predicted one class for every test window in every fold "
+                          f"({counts_tried} windows of {length} events per side): a constant, not a score")
+            out[str(length)] = {"available": False, "accuracy_mean": None, "accuracy_std": None,
+                                "timed": {"accuracy_mean": None}, "reason": reason}
     return out

@@ -101,7 +101,11 @@ def _figures(name: str, per: dict) -> list[tuple[str, str]]:
         timed = [disc[side][str(k)]["timed"]["accuracy_mean"] for k in lengths]
         axes[0].plot(lengths, timed, ":", marker=".", label=f"{label}, with timing")
     axes[0].axhline(0.5, color="grey", lw=0.8)
-    axes[0].set_xscale("log", base=2)
+    if not any(v["accuracy_mean"] is not None for side in disc.values() for v in side.values()):
+        axes[0].text(0.5, 0.5, "not available: too few windows per side (see report.json reasons)",
+                     ha="center", va="center", transform=axes[0].transAxes)
+    else:
+        axes[0].set_xscale("log", base=2)  # a log axis needs at least one plotted length
     axes[0].set_ylim(0.3, 1.05)
     axes[0].set_xlabel("window length (events)")
     axes[0].set_title("discriminative accuracy (0.5 = indistinguishable)")
@@ -146,6 +150,9 @@ def headline_rows(report: dict) -> list[list]:
             h["tstr_trtr_ratio"].get("next_event_ngram"),
             h["tstr_trtr_ratio"].get("next_event_gru"),
             h["tstr_trtr_ratio"].get("syscall_latency_ngram"),
+            h.get("tstr_accuracy", {}).get("next_event_ngram"), h.get("trtr_accuracy", {}).get("next_event_ngram"),
+            h.get("tstr_weighted_f1", {}).get("next_event_ngram"),
+            h.get("trtr_weighted_f1", {}).get("next_event_ngram"),
             h["discriminative"].get("512"), h["discriminative_real_floor"].get("512"),
             h["discriminative"].get("2048"), h["discriminative_real_floor"].get("2048"),
             h["discriminative_timed"].get("512"), h["discriminative_timed_real_floor"].get("512"),
@@ -156,7 +163,8 @@ def headline_rows(report: dict) -> list[list]:
 
 
 HEADLINE_HEADER = ["workload", "TSTR/TRTR next-event n-gram", "TSTR/TRTR next-event GRU",
-                   "TSTR/TRTR syscall latency n-gram", "discriminative 512", "  real floor 512",
+                   "TSTR/TRTR syscall latency n-gram", "next-event n-gram TSTR accuracy", "  TRTR accuracy",
+                   "next-event n-gram TSTR weighted-F1", "  TRTR weighted-F1", "discriminative 512", "  real floor 512",
                    "discriminative 2048", "  real floor 2048", "discriminative+timing 512",
                    "  real floor (timing) 512", "copy share k=256", "  holdout k=256",
                    "copies more than holdout"]
@@ -266,7 +274,8 @@ def terminal_table(report: dict, per_table: int = 4):
     tables = []
     for number, chunk in enumerate(chunks, start=1):
         title = "TraceSynth evaluation" + (f" ({number}/{len(chunks)})" if len(chunks) > 1 else "")
-        table = Table(title=title, caption="ratios of macro-F1; discriminative 0.5 = indistinguishable"
+        table = Table(title=title, caption="ratios of macro-F1; accuracy/weighted-F1 raw; "
+                      "discriminative 0.5 = indistinguishable"
                       if number == len(chunks) else None)
         table.add_column("metric", no_wrap=True)
         for row in chunk:

@@ -6,6 +6,8 @@ Returns a plain dict (the content of report.json; keys documented in docs/evalua
 
 Handling of awkward inputs (never a silent wrong number):
 - an empty list or an empty trace → ConfigError;
+- a trace (real or synthetic) with a null event name → TraceFormatError naming the trace
+  (source_path, else meta.extra["generator"]) and the first such row;
 - a trace without workload label (and no `workload=`) → ConfigError naming the file;
 - a workload with synthetic traces but no real train/test ones, or the reverse → ConfigError;
 - synthetic event names the real traces never had → mapped to one "<unknown>" class, counted
@@ -24,7 +26,8 @@ import pyarrow.compute as pc
 
 from tracesynth.errors import ConfigError
 from tracesynth.evaluation import cost, fidelity, longrange, privacy, utility, validity
-from tracesynth.evaluation.windows import UNKNOWN, Encoded, Vocabulary, encode, require_nonempty
+from tracesynth.evaluation.windows import (UNKNOWN, Encoded, Vocabulary, encode, require_event_names,
+                                           require_nonempty)
 from tracesynth.schema import Trace
 
 REPORT_VERSION = 1
@@ -53,6 +56,7 @@ def group_by_workload(traces: Sequence[Trace], role: str, workload: str | None) 
     for t in traces:
         if not isinstance(t, Trace):
             raise ConfigError(f"evaluate: {role} inputs must be Trace objects, got {type(t).__name__}")
+        require_event_names(t, role)
         label = workload or t.meta.workload
         if not label:
             raise ConfigError(f"evaluate: {role} trace {t.meta.source_path or '?'} has no workload label; "
@@ -163,8 +167,13 @@ def _ratio(a, b):
     return (a / b) if (a is not None and b) else None
 
 
+def _secondary(side_result: dict | None, name: str):
+    return side_result[name]["mean"] if side_result and name in side_result else None
+
+
 def _headline(per: dict) -> dict:
     tstr, trtr, ratio = {}, {}, {}
+    secondary: dict = {f"{side}_{name}": {} for side in ("tstr", "trtr") for name in utility.SECONDARY_SCORES}
     for task in ("next_event", "syscall_latency"):
         result = per["utility"][task]
         if not result.get("available"):
@@ -175,6 +184,9 @@ def _headline(per: dict) -> dict:
                 tstr[key] = result[predictor]["tstr"]["mean"] if result[predictor]["tstr"] else None
                 trtr[key] = result[predictor]["trtr"]["mean"] if result[predictor]["trtr"] else None
                 ratio[key] = _ratio(tstr[key], trtr[key])
+                for side in ("tstr", "trtr"):
+                    for name in utility.SECONDARY_SCORES:
+                        secondary[f"{side}_{name}"][key] = _secondary(result[predictor][side], name)
     disc_all = per["long_range"]["discriminative"]
     disc = {k: v["accuracy_mean"] for k, v in disc_all["synthetic_vs_real"].items()}
     floor = {k: v["accuracy_mean"] for k, v in disc_all["real_vs_real"].items()}
@@ -184,6 +196,7 @@ def _headline(per: dict) -> dict:
         "tstr": tstr,
         "trtr": trtr,
         "tstr_trtr_ratio": ratio,
+        **secondary,  # tstr_accuracy, tstr_weighted_f1, trtr_accuracy, trtr_weighted_f1
         "discriminative": disc,
         "discriminative_real_floor": floor,
         "discriminative_timed": disc_timed,
@@ -304,6 +317,9 @@ def _evaluate(train, test, synthetic, *, seeds, quick, workload, on_step) -> dic
             report["overall"]["tstr"][f"workload_{predictor}"] = wc[predictor]["tstr"]["mean"]
             report["overall"]["trtr"][f"workload_{predictor}"] = wc[predictor]["trtr"]["mean"]
             report["overall"]["tstr_trtr_ratio"][f"workload_{predictor}"] = wc[predictor]["ratio"]
+            for side in ("tstr", "trtr"):
+                for name in utility.SECONDARY_SCORES:
+                    report["overall"][f"{side}_{name}"][f"workload_{predictor}"] = wc[predictor][side][name]["mean"]
     report["cost"] = {
         "events_evaluated": {role: sum(len(t) for t in traces)
                              for role, traces in (("train", train), ("test", test), ("synthetic", synthetic))},

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracesynth.errors import ConfigError
+from tracesynth.errors import ConfigError, TraceFormatError
 from tracesynth.schema import SYSCALL_ENTRY_PREFIX, SYSCALL_EXIT_PREFIX, Trace
 
 UNKNOWN = 0
@@ -174,3 +174,19 @@ def require_nonempty(traces: Sequence[Trace], role: str) -> None:
     for t in traces:
         if len(t) == 0:
             raise ConfigError(f"evaluate: {role} trace {t.meta.source_path or '?'} has no events")
+
+
+def trace_label(trace: Trace) -> str:
+    """What names a trace in an error: its file, else the generator that wrote it."""
+    return trace.meta.source_path or str(trace.meta.extra.get("generator") or "") or "<in-memory trace>"
+
+
+def require_event_names(trace: Trace, role: str) -> None:
+    """Refuse a trace with a null event name: no metric can place such an event (an unknown
+    name still counts as `<unknown>`, but a missing one is a broken trace, not a guess)."""
+    missing = trace.column("event").is_null()
+    if pc.any(missing).as_py():
+        row = int(pc.index(missing, True).as_py())
+        raise TraceFormatError(trace_label(trace), f"row {row}",
+                               f"{role} trace has a null event name ({pc.sum(missing).as_py()} rows); "
+                               "fix or drop those rows before evaluating")
