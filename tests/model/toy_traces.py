@@ -33,3 +33,20 @@ def train_toy_model(steps: int = 700, channels: str = "light"):
     torch.set_num_threads(1)
     return train([periodic_trace()], None, channels=channels, model_config=ModelConfig(context=32, **SIZES["tiny"]),
                  train_config=TrainConfig(steps=steps, batch_size=8, lr=5e-3, val_every=0, checkpoint_every=0))
+
+
+STARTUP = ["sched_process_exec", "syscall_entry_openat", "syscall_exit_openat",
+           "syscall_entry_mmap", "syscall_exit_mmap"]
+
+
+def startup_trace(n: int = 480, workload: str = "toy") -> Trace:
+    """`STARTUP` once, then the periodic cycle: events that occur only where a trace begins."""
+    idx = np.arange(n - len(STARTUP)) % len(CYCLE)
+    events = STARTUP + [CYCLE[i] for i in idx]
+    gaps = [1000] * len(STARTUP) + [GAPS[i] for i in idx]
+    tids = [10] * len(STARTUP) + [TIDS[i] for i in idx]
+    rets = [3 if e == "syscall_exit_openat" else 5 if e == "syscall_exit_read" else None for e in events]
+    return Trace.from_pydict(
+        {"ts": (10**9 + np.cumsum(gaps)).tolist(), "event": events, "tid": tids, "pid": tids, "cpu": [0] * n,
+         "procname": ["reader" if t == 10 else "irq" for t in tids], "ret": rets},
+        TraceMeta(source_format="test", workload=workload))

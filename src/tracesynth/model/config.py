@@ -25,6 +25,7 @@ class ModelConfig:
     global_blocks: int = 3
     heads: int = 4
     mlp_ratio: int = 2
+    start_flag: bool = True       # learned "window starts at the beginning of a trace" embedding
 
     def validate(self) -> ModelConfig:
         if not self.vocab_sizes or "event" not in self.vocab_sizes:
@@ -42,6 +43,7 @@ class ModelConfig:
     def from_dict(cls, data: dict) -> ModelConfig:
         data = dict(data)
         data["dilations"] = tuple(data.get("dilations", (1, 2, 4, 8)))
+        data.setdefault("start_flag", False)  # configs saved before the flag existed: no such input
         return cls(**data)
 
 
@@ -80,6 +82,7 @@ class TrainConfig:
     loss_weighting: str = "elbo"  # "elbo" (1/t, MDLM) or "uniform" (MaskGIT-style)
     prefix_rate: float = 0.25     # share of windows whose first `prefix_length` events stay clean
     prefix_length: float = 0.25   # (the continuation task the window-by-window sampler poses)
+    start_rate: float = 0.15      # share of windows taken at the very start of a trace (start flag on)
     val_fraction: float = 0.1     # tail of each trace held out for validation windows
     val_every: int = 100
     val_windows: int = 8
@@ -90,6 +93,8 @@ class TrainConfig:
     def validate(self) -> TrainConfig:
         if self.steps < 1 or self.batch_size < 1 or self.lr <= 0:
             raise ConfigError("steps, batch size and learning rate must be positive")
+        if not 0.0 <= self.start_rate <= 1.0:
+            raise ConfigError(f"start rate must be in [0, 1], not {self.start_rate}")
         if self.loss_weighting not in ("elbo", "uniform"):
             raise ConfigError(f"loss weighting must be 'elbo' or 'uniform', not {self.loss_weighting!r}")
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
@@ -101,6 +106,8 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> TrainConfig:
+        data = dict(data)
+        data.setdefault("start_rate", 0.0)  # saved before start windows existed: resume unchanged
         return cls(**data)
 
 

@@ -96,6 +96,10 @@ class Denoiser(nn.Module):
         self.time_mlp = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, d))
         # Workload labels plus one "no label" class for classifier-free guidance.
         self.workload = nn.Embedding(config.n_workloads + 1, d)
+        # Whether the window begins at the start of a trace (0: no, 1: yes). Start-up events
+        # (execve, the loader's openat/mmap/mprotect) occur only there; without this signal a
+        # model trained on random windows never generates them.
+        self.start = nn.Embedding(2, d) if config.start_flag else None
         dil = config.dilations
         self.down_blocks = nn.ModuleList(
             LocalBlock(d, config.kernel_size, dil[i % len(dil)], config.mlp_ratio) for i in range(config.local_blocks))
@@ -118,14 +122,20 @@ class Denoiser(nn.Module):
     def null_workload(self) -> int:
         return self.config.n_workloads
 
-    def hidden(self, codes: dict[str, torch.Tensor], t: torch.Tensor, workload: torch.Tensor) -> torch.Tensor:
-        """Per-position features (B, L, d_local); L must be a multiple of `downsample`."""
+    def hidden(self, codes: dict[str, torch.Tensor], t: torch.Tensor, workload: torch.Tensor,
+               at_start: torch.Tensor | None = None) -> torch.Tensor:
+        """Per-position features (B, L, d_local); L must be a multiple of `downsample`.
+        `at_start` (B,) flags windows that begin a trace (None: none do); models configured
+        without `start_flag` ignore it."""
         r = self.config.downsample
         x = sum(self.embed[_key(ch)](codes[ch]) for ch in self.channels)
         b, n, _ = x.shape
         if n % r:
             raise ValueError(f"window length {n} is not a multiple of {r}")
         cond = self.time_mlp(time_features(t, self.config.d_local)) + self.workload(workload)
+        if self.start is not None:
+            flag = torch.zeros_like(workload) if at_start is None else at_start.to(workload.device).long()
+            cond = cond + self.start(flag)
         x = x + cond[:, None, :]
         for block in self.down_blocks:
             x = block(x)
@@ -143,9 +153,9 @@ class Denoiser(nn.Module):
     def logits(self, hidden: torch.Tensor, channel: str) -> torch.Tensor:
         return self.heads[_key(channel)](hidden)
 
-    def forward(self, codes, t, workload) -> dict[str, torch.Tensor]:
+    def forward(self, codes, t, workload, at_start=None) -> dict[str, torch.Tensor]:
         """Logits for every channel at every position (convenient, not the fast path)."""
-        h = self.hidden(codes, t, workload)
+        h = self.hidden(codes, t, workload, at_start)
         return {ch: self.logits(h, ch) for ch in self.channels}
 
 

@@ -1,5 +1,9 @@
 """Training: masked-diffusion ELBO on random windows, plain PyTorch loop, DDP from torchrun.
 
+A share `start_rate` of the windows is taken at the very start of a trace and flagged as such
+(the denoiser's start embedding), so the model learns how traces begin; the sampler raises the
+flag for the first window of a generated trace.
+
 Data order and noise depend only on (seed, step), never on hidden RNG state: a run resumed
 from a checkpoint continues exactly as if it had never stopped, and N DistributedDataParallel
 processes each take 1/N of the same global batch a single process would see, so their
@@ -58,8 +62,10 @@ def resolve_device(name: str) -> torch.device:
 class WindowSource:
     """Random training windows and fixed held-out validation windows from encoded traces."""
 
-    def __init__(self, encoder: TraceEncoder, traces: Sequence[Trace], context: int, val_fraction: float, seed: int):
+    def __init__(self, encoder: TraceEncoder, traces: Sequence[Trace], context: int, val_fraction: float, seed: int,
+                 start_rate: float = 0.0):
         self.encoder = encoder
+        self.start_rate = start_rate
         self.context = context
         self.seed = seed
         self.encoded = [encoder.encode(t) for t in traces]
@@ -81,10 +87,20 @@ class WindowSource:
         return codes, torch.tensor([self.labels[i] for i, _ in picks])
 
     def batch(self, step: int, size: int):
+        codes, labels, _ = self.batch_with_starts(step, size)
+        return codes, labels
+
+    def batch_with_starts(self, step: int, size: int):
+        """(codes, labels, at_start): a share `start_rate` of the windows begins at event 0 of
+        its trace and is flagged; the others start anywhere (flagged only if that is event 0)."""
         rng = np.random.default_rng([self.seed, step])
         traces = rng.choice(len(self.encoded), size=size, p=self.weights)
         starts = [int(rng.integers(0, self.train_end[i] - self.context + 1)) for i in traces]
-        return self._collate(list(zip(traces.tolist(), starts)))
+        if self.start_rate > 0:
+            at_trace_start = np.random.default_rng([self.seed, step, 2]).random(size) < self.start_rate
+            starts = [0 if first else s for first, s in zip(at_trace_start, starts)]
+        codes, labels = self._collate(list(zip(traces.tolist(), starts)))
+        return codes, labels, torch.tensor([s == 0 for s in starts])
 
     def validation(self, n_windows: int):
         """Evenly spaced windows over the held-out tails (or the training data, if none held)."""
@@ -105,8 +121,8 @@ class _HiddenOnly(torch.nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, noisy, t, labels):
-        return self.model.hidden(noisy, t, labels)
+    def forward(self, noisy, t, labels, at_start):
+        return self.model.hidden(noisy, t, labels, at_start)
 
 
 def _noise(step: int, seed: int, codes, labels, model: Denoiser, cfg: TrainConfig):
@@ -181,7 +197,8 @@ def train(
         torch.manual_seed(cfg.seed)
         model = Denoiser(mc)
     model.to(device)
-    source = WindowSource(encoder, traces, model.config.context, cfg.val_fraction, cfg.seed)
+    source = WindowSource(encoder, traces, model.config.context, cfg.val_fraction, cfg.seed,
+                          cfg.start_rate if model.config.start_flag else 0.0)
     state.val_heldout = source.val_heldout
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
                                   betas=(0.9, 0.99), foreach=True)
@@ -195,9 +212,10 @@ def train(
                 else torch.autocast("cpu", enabled=False))
     local = slice(rank, cfg.batch_size, world)
 
-    def forward_loss(codes, labels, t, noisy, masked, weighting):
+    def forward_loss(codes, labels, t, noisy, masked, weighting, at_start):
         with autocast:
-            hidden = wrapped(noisy, t, labels) if world > 1 else model.hidden(noisy, t, labels)
+            hidden = (wrapped(noisy, t, labels, at_start) if world > 1
+                      else model.hidden(noisy, t, labels, at_start))
             return _loss_from_hidden(model, hidden, codes, t, masked, weighting)
 
     def checkpoint():
@@ -210,7 +228,7 @@ def train(
     while state.step < cfg.steps:
         step = state.step
         tick = time.perf_counter()
-        codes, labels = source.batch(step, cfg.batch_size)
+        codes, labels, at_start = source.batch_with_starts(step, cfg.batch_size)
         t, noisy, masked, labels = _noise(step, cfg.seed, codes, labels, model, cfg)
         pick = lambda d: {k: v[local].to(device) for k, v in d.items()}  # noqa: E731
         codes_l, noisy_l, masked_l = pick(codes), pick(noisy), pick(masked)
@@ -218,7 +236,7 @@ def train(
             group["lr"] = learning_rate(step, cfg)
         model.train()
         loss = forward_loss(codes_l, labels[local].to(device), t[local].to(device), noisy_l, masked_l,
-                            cfg.loss_weighting).mean()
+                            cfg.loss_weighting, at_start[local].to(device)).mean()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if cfg.grad_clip:

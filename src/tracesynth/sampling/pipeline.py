@@ -1,10 +1,12 @@
 """Traces of any length: window-by-window generation, each window continuing the previous one.
 
-The first window is generated from nothing; every following window starts with the last
-`prefix_fraction` of the previous one as known events (prefix continuation: the same
-clamping as infilling), and only its remaining positions become new events. Thread slots are
-renumbered for each window from the real tids of the prefix, so threads carry across the seam.
-Decoding is incremental (clock, thread ids), so memory stays bounded by the window.
+The first window is generated from nothing and flagged as the start of a trace, so a model
+trained with start windows begins with the start-up sequence (execve, the loader, ...); every
+following window starts with the last `prefix_fraction` of the previous one as known events
+(prefix continuation: the same clamping as infilling), and only its remaining positions become
+new events. Thread slots are renumbered for each window from the real tids of the prefix, so
+threads carry across the seam. Decoding is incremental (clock, thread ids), so memory stays
+bounded by the window.
 """
 
 from __future__ import annotations
@@ -82,9 +84,10 @@ def generate(
         def partial_fn(codes, decided, slot_tids=slot_tids):
             return encoder.partial(codes, decided, slot_tids)
 
+        trace_start = not parts and (prefix is None or not len(prefix))
         codes = sample_window(model, known, known_mask, label, steps, guidance_scale, generator,
                               temperature, guide, partial_fn, banned=banned, order=order,
-                              time_grid=time_grid)
+                              time_grid=time_grid, at_start=trace_start)
         cols = decoder.decode_window(codes, start, slot_tids.copy())
         take = min(n_events - produced, window - start)
         parts.append({k: v[:take] for k, v in cols.items()})

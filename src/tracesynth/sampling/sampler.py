@@ -69,10 +69,11 @@ def sample_window(
     order: str = "confidence",
     banned: dict[str, list[int]] | None = None,
     rank_noise: float = 0.0,
+    at_start: bool = False,
 ) -> dict[str, np.ndarray]:
     """Codes for one window (numpy int64 per channel). `known[ch]` holds codes where
     `known_mask[ch]` is True; everything else is generated. `banned[ch]` lists classes never
-    to draw (e.g. "no event name")."""
+    to draw (e.g. "no event name"). `at_start`: the window begins a trace (start-up events)."""
     if steps < 1:
         raise ValueError("steps must be at least 1")
     device = next(model.parameters()).device
@@ -87,6 +88,7 @@ def sample_window(
         any_clamped |= np.asarray(known_mask[ch])
     use_cfg = guidance_scale != 1.0
     labels = torch.tensor([workload, model.null_workload] if use_cfg else [workload], device=device)
+    start_flags = torch.full((len(labels),), int(at_start), device=device)
     grid = time_points(steps, time_grid)
     for i in range(steps):
         t, s = grid[i], grid[i + 1]
@@ -103,7 +105,7 @@ def sample_window(
         if quota == 0:
             continue
         batch = {ch: x[ch].expand(len(labels), -1) for ch in model.channels}
-        hidden = model.hidden(batch, torch.full((len(labels),), t, device=device), labels)
+        hidden = model.hidden(batch, torch.full((len(labels),), t, device=device), labels, start_flags)
         drawn = []  # (channel, positions, tokens, confidence)
         for ch in model.channels:
             idx = candidates[ch]
