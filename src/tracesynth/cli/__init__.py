@@ -17,10 +17,10 @@ from tracesynth.cli.app import app, console_err
 #: Command modules, in the order their commands appear in --help (pipeline order).
 COMMAND_MODULES = [
     "tracesynth.cli.io",
-    "tracesynth.cli.evaluate",
     "tracesynth.cli.record",
-    "tracesynth.cli.constraints",
     "tracesynth.cli.model",
+    "tracesynth.cli.constraints",
+    "tracesynth.cli.evaluate",
     "tracesynth.cli.experiment",
 ]
 
