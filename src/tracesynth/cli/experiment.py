@@ -91,7 +91,7 @@ def write_command_record(out: Path, config_file: Path, budget: float, resume: bo
         + (f"GPU {env['gpu']}" if env.get("gpu") else f"CPU, {env.get('torch_threads')} threads"),
         f"- numpy {version('numpy')}, pandas {version('pandas')}, scikit-learn {version('scikit-learn')}; "
         f"peers: sdv {version('sdv')}, gretel-synthetics {version('gretel-synthetics')}",
-        f"- python executable: `{sys.executable}`", "",
+        f"- python executable: `{_shown_path(sys.executable)}`", "",
         "Published copies keep results.csv, results.md, plots/, run.json and this file; cells/ and models/",
         "stay in the results directory (re-render with `--report-only`).", "",
     ]
@@ -99,3 +99,12 @@ def write_command_record(out: Path, config_file: Path, budget: float, resume: bo
     with atomic_path(path) as tmp:
         tmp.write_text("\n".join(lines))
     return path
+
+
+def _shown_path(path: str) -> str:
+    """A path relative to the working directory when it lies below it: committed records
+    should not carry one machine's absolute paths."""
+    import os
+
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
