@@ -39,24 +39,6 @@ def best(fn, repeat):
     return min(times), result
 
 
-def mangle(trace, per_kind: int, seed: int = 0):
-    from tracesynth import Trace
-
-    rng = np.random.default_rng(seed)
-    frame = trace.events.to_pandas()
-    threads = np.flatnonzero(frame.tid.fillna(0).to_numpy() > 0)
-    exits = np.flatnonzero(frame.event.str.startswith("syscall_exit_").to_numpy())
-    entries = np.flatnonzero(frame.event.str.startswith("syscall_entry_").to_numpy())
-    frame.loc[rng.choice(exits, per_kind, replace=False), "ret"] = -99_999
-    frame.loc[rng.choice(threads, per_kind, replace=False), "procname"] = "bogus"
-    moved = rng.choice(threads, per_kind, replace=False)
-    frame.loc[moved, "cpu"] = (frame.cpu.to_numpy()[moved] + 1) % max(int(frame.cpu.max()) + 1, 2)
-    back = rng.choice(len(frame) - 2, per_kind, replace=False) + 1
-    frame.loc[back, "ts"] = frame.ts.to_numpy()[back] - 5_000_000
-    frame = frame.drop(index=rng.choice(entries, per_kind, replace=False)).reset_index(drop=True)
-    return Trace.from_pandas(frame, trace.meta)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trace", nargs="?", default=str(DEFAULT))
@@ -68,6 +50,7 @@ def main(argv=None) -> int:
 
     import tracesynth
     from tracesynth.constraints import ConstraintGuide, check, repair
+    from tracesynth.constraints.corrupt import corrupt
 
     trace = tracesynth.load(args.trace)
     n = len(trace)
@@ -77,7 +60,7 @@ def main(argv=None) -> int:
         t_read, _ = best(lambda: tracesynth.Trace(pq.read_table(path)), args.repeat)
     t_check, report = best(lambda: check(trace), args.repeat)
     t_repair, (_, log) = best(lambda: repair(trace), args.repeat)
-    broken = mangle(trace, per_kind=max(n // 2000, 10))
+    broken = corrupt(trace, per_kind=max(n // 2000, 10))
     t_broken, (fixed, broken_log) = best(lambda: repair(broken), args.repeat)
     assert not check(fixed).violated
 

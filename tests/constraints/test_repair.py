@@ -1,27 +1,11 @@
-import numpy as np
-
 from constraint_helpers import build, call, dataset_runs, many_threads, sc, switch  # noqa: F401
-from tracesynth import Trace
 from tracesynth.constraints import check, repair
+from tracesynth.constraints.corrupt import corrupt
 
 
 def mangle(trace, k, seed):
-    """Break a real trace the ways a generator does: lose entries, corrupt return values,
-    rename threads, move events to other CPUs, step timestamps back."""
-    rng = np.random.default_rng(seed)
-    frame = trace.events.to_pandas()
-    n = len(frame)
-    threads = np.flatnonzero(frame.tid.fillna(0).to_numpy() > 0)
-    entries = np.flatnonzero(frame.event.str.startswith("syscall_entry_").to_numpy())
-    exits = np.flatnonzero(frame.event.str.startswith("syscall_exit_").to_numpy())
-    frame.loc[rng.choice(exits, k, replace=False), "ret"] = -99_999
-    frame.loc[rng.choice(threads, k, replace=False), "procname"] = "bogus"
-    moved = rng.choice(threads, k, replace=False)
-    frame.loc[moved, "cpu"] = (frame.cpu.to_numpy()[moved] + 1) % 8
-    back = rng.choice(n - 2, k, replace=False) + 1
-    frame.loc[back, "ts"] = frame.ts.to_numpy()[back] - 5_000_000
-    frame = frame.drop(index=rng.choice(entries, k, replace=False)).reset_index(drop=True)
-    return Trace.from_pandas(frame, trace.meta)
+    """Break a real trace the ways a generator does (see tracesynth.constraints.corrupt)."""
+    return corrupt(trace, k, seed)
 
 
 def test_mangled_real_trace_repairs_clean_with_few_edits(many_threads):
