@@ -84,6 +84,11 @@ class Rule(ABC):
             return "trace lacks " + ", ".join(missing)
         if self.needs_events and not any(view.has_event(e) for e in self.needs_events):
             return "trace records none of " + ", ".join(self.needs_events)
+        return self.unmet_precondition(view)
+
+    def unmet_precondition(self, view: TraceView) -> str | None:
+        """A rule-specific reason it cannot be checked, asked once the generic checks (channels,
+        events) passed; None when it can."""
         return None
 
     @abstractmethod

@@ -138,11 +138,10 @@ class CpuSwitch(Rule):
     channels = ("event", "cpu", "payload")
     needs_events = ("sched_switch",)
 
-    def not_applicable(self, view):
-        reason = super().not_applicable(view)
-        if reason is None and not view.field("sched_switch", "next_tid")[1].any():
+    def unmet_precondition(self, view):
+        if not view.field("sched_switch", "next_tid")[1].any():
             return "sched_switch events carry no prev_tid/next_tid"
-        return reason
+        return None
 
     def find(self, view: TraceView) -> Findings:
         st = switch_state(view)

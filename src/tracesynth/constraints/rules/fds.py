@@ -56,11 +56,10 @@ class FdLifecycle(Rule):
     explanation = "no successful use or close of a closed descriptor; open never returns an open one"
     channels = ("event", "pid", "ret", "payload")
 
-    def not_applicable(self, view):
-        reason = super().not_applicable(view)
-        if reason is None and not len(view.syscall_rows(sc.FD_CREATING | sc.FD_CLOSING)):
+    def unmet_precondition(self, view):
+        if not len(view.syscall_rows(sc.FD_CREATING | sc.FD_CLOSING)):
             return "trace has no descriptor-creating or closing syscalls"
-        return reason
+        return None
 
     def _fds(self, view: TraceView, name: str, fields: tuple[str, ...]) -> list[tuple[np.ndarray, np.ndarray]]:
         entries = (f"syscall_entry_{name}", f"compat_syscall_entry_{name}", f"sys_enter_{name}")

@@ -58,13 +58,11 @@ class ThreadLifecycle(Rule):
     explanation = "no activity before a thread's creation, no syscall after its exit, nothing after it is freed"
     channels = ("event", "tid")
 
-    def not_applicable(self, view):
-        reason = super().not_applicable(view)
-        if reason is None:
-            m_rows, _, _ = _markers(view)
-            if not len(m_rows):
-                return "trace shows no thread creation, exit or free"
-        return reason
+    def unmet_precondition(self, view):
+        m_rows, _, _ = _markers(view)
+        if not len(m_rows):
+            return "trace shows no thread creation, exit or free"
+        return None
 
     def analyse(self, view: TraceView):
         def compute():

@@ -74,11 +74,10 @@ class ProcessName(Rule):
     explanation = "a thread's name changes only at exec, prctl(PR_SET_NAME) or thread creation"
     channels = ("event", "tid", "procname")
 
-    def not_applicable(self, view):
-        reason = super().not_applicable(view)
-        if reason is None and not (view.kind > 0).any():
+    def unmet_precondition(self, view):
+        if not (view.kind > 0).any():
             return "trace records no syscalls, so renames (prctl, /proc/.../comm) are invisible"
-        return reason
+        return None
 
     def segments(self, view: TraceView):
         def compute():

@@ -92,11 +92,10 @@ class ReturnValueDomain(Rule):
     explanation = "each syscall's return value lies in its domain (errno, descriptor, count, address...)"
     channels = ("event", "ret")
 
-    def not_applicable(self, view):
-        reason = super().not_applicable(view)
-        if reason is None and not (view.kind == EXIT).any():
+    def unmet_precondition(self, view):
+        if not (view.kind == EXIT).any():
             return "trace has no syscall exits"
-        return reason
+        return None
 
     def find(self, view: TraceView) -> Findings:
         rows, cls, count, _ = exit_domains(view)

@@ -108,11 +108,10 @@ class SyscallPairing(Rule):
     explanation = "one syscall in flight per thread; an exit closes the pending entry of the same name"
     channels = ("event", "tid")
 
-    def not_applicable(self, view):
-        reason = super().not_applicable(view)
-        if reason is None and not (view.kind > 0).any():
+    def unmet_precondition(self, view):
+        if not (view.kind > 0).any():
             return "trace has no syscall events"
-        return reason
+        return None
 
     def find(self, view: TraceView) -> Findings:
         p = pairing(view)
