@@ -30,8 +30,8 @@ MODES = ("none", "repair", "guided")
 
 def generate_raw(gen, n_events: int, workload: str, seed: int, mode: str, threads: int | None):
     """The generator's output before repair (with the sampling guide in `guided` mode). A
-    model without thread ids (`light`) of a single-threaded workload is guided and checked as
-    one thread; the real runs' thread count travels in meta.extra.threads."""
+    model without thread ids (`light`) whose training traces made syscalls from one thread is
+    guided and checked as one thread (`TraceSynth.single_thread`), as `generate` does."""
     from tracesynth.constraints import ConstraintGuide
     from tracesynth.sampling import generate
 
@@ -48,15 +48,14 @@ def run_mode(gen, workload: str, mode: str, n_events: int, seed: int, train, tes
     from tracesynth.constraints import check, repair
     from tracesynth.evaluation.runner import evaluate
 
-    counts = {(t.meta.extra.get("scope") or {}).get("threads") for t in train}
-    threads = counts.pop() if len(counts) == 1 else None
+    threads = 1 if gen.single_thread() else None
     start = time.perf_counter()
     margin = 0 if mode == "none" else max(64, n_events // 20)
     raw = generate_raw(gen, n_events + margin, workload, seed, mode, threads)
     t_generate = time.perf_counter() - start
     before = check(raw)
     result = {"mode": mode, "events": n_events, "generate_s": round(t_generate, 2),
-              "real_threads": threads,
+              "single_thread": threads == 1,
               "rules_checked": [r.name for r in before.rules if r.status != "n/a"],
               "violations_per_1k_before_repair": before.per_1000,
               "violations_before_repair": before.per_rule}
@@ -105,7 +104,7 @@ def main(argv=None) -> int:
     if args.model:
         gen = TraceSynth.load(args.model)
     elif args.train_steps:
-        gen = TraceSynth(channels="light", train_steps=args.train_steps).fit(
+        gen = TraceSynth(channels="light", train_steps=args.train_steps, device="cpu").fit(
             [t.with_meta(workload=w) for w, ts in train.items() for t in ts])
     else:
         raise ConfigError("pass --model DIR (a trained TraceSynth) or --train-steps N")

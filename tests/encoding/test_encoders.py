@@ -126,3 +126,19 @@ def test_fork_child_gets_the_tid_the_parent_was_returned():
     assert rets[1] == tids[3]          # parent's clone returns the child's tid
     assert rets[3] == 0                # the child's clone returns 0
     assert cols["pid"][3] == cols["pid"][0]  # a cloned thread stays in its parent's process
+
+
+@pytest.mark.parametrize("workload, threads", [("scimark", 1), ("stream", 2)])
+def test_encoder_counts_the_threads_that_make_syscalls(workload, threads):
+    import tracesynth.datasets as ds
+
+    # scimark's trace holds sched events of ~20 other tasks, but one thread makes syscalls.
+    trace = ds.load(workload, 1)
+    encoder = TraceEncoder("light").fit([trace])
+    assert encoder.syscall_threads == threads
+    assert encoder.single_syscall_thread is (threads == 1)
+    again = TraceEncoder.from_json(json.loads(json.dumps(encoder.to_json())))
+    assert again.syscall_threads == threads
+    legacy = encoder.to_json()
+    del legacy["syscall_threads"]
+    assert TraceEncoder.from_json(legacy).single_syscall_thread is False  # unknown: not assumed

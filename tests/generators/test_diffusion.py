@@ -50,3 +50,18 @@ def test_bad_options_are_config_errors(tmp_path):
         TraceSynth(constraints="maybe", **TINY).fit([chain_trace(500)])
     with pytest.raises(ConfigError, match="not a TraceSynth model"):
         TraceSynth.load(tmp_path)
+
+
+def test_light_model_of_a_one_thread_workload_is_checked_as_one_thread():
+    import tracesynth.datasets as ds
+    from tracesynth.constraints import check
+
+    real = ds.load("scimark", 1).slice(0, 3000).with_meta(workload="scimark")
+    gen = TraceSynth(channels="light", **TINY).fit([real])
+    assert gen.single_thread()  # other tasks' sched events do not count, syscalls come from one
+    raw = gen.generate(400, "scimark", seed=0, constraints="none")
+    assert raw.meta.extra["threads"] == 1
+    rules = {r.name: r for r in check(raw).rules}
+    assert rules["syscall-pairing"].status != "n/a"  # the rule is applied, not skipped
+    fixed = gen.generate(400, "scimark", seed=0, constraints="repair")
+    assert len(fixed) == 400 and all(r.count == 0 for r in check(fixed).rules)

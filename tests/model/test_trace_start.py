@@ -37,9 +37,61 @@ def test_start_flag_changes_the_denoiser_output():
 
 def test_configs_saved_before_the_flag_load_without_it():
     legacy = ModelConfig(vocab_sizes={"event": 5}).to_dict()
-    del legacy["start_flag"]
+    del legacy["start_flag"], legacy["trace_positions"]
     assert ModelConfig.from_dict(legacy).start_flag is False
-    assert Denoiser(ModelConfig.from_dict(legacy)).start is None
+    assert ModelConfig.from_dict(legacy).trace_positions == 0
+    old = Denoiser(ModelConfig.from_dict(legacy))
+    assert old.start is None and old.trace_position is None
+
+
+def test_trace_positions_start_as_a_no_op_and_end_in_one_far_class():
+    torch.manual_seed(0)
+    config = ModelConfig(vocab_sizes={"event": 5, "dt": 7}, context=16, start_flag=False, trace_positions=8,
+                         **SIZES["tiny"])
+    model = Denoiser(config).eval()
+    codes = {"event": torch.zeros(1, 16, dtype=torch.long), "dt": torch.zeros(1, 16, dtype=torch.long)}
+    t, w = torch.tensor([0.5]), torch.tensor([0])
+    hidden = lambda offset: model.hidden(codes, t, w, offset=None if offset is None else torch.tensor([offset]))  # noqa: E731
+    assert torch.equal(hidden(0), hidden(None))  # zero-initialised: no effect until trained
+    torch.nn.init.normal_(model.trace_position.weight)
+    assert not torch.allclose(hidden(0), hidden(None))
+    assert torch.equal(hidden(8), hidden(None))  # every event at index >= 8 is "far"
+    assert torch.equal(hidden(1000), hidden(None))
+    assert not torch.allclose(hidden(0), hidden(1))
+
+
+def test_windows_know_their_index_in_the_trace(monkeypatch):
+    import tracesynth.sampling.pipeline as pipeline
+
+    seen = []
+    real = pipeline.sample_window
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["offset"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "sample_window", spy)
+    torch.manual_seed(0)
+    traces = [startup_trace()]
+    model, encoder, _ = train(traces, None, channels="light", model_config=ModelConfig(context=32, **SIZES["tiny"]),
+                              train_config=TrainConfig(steps=2, batch_size=2, val_every=0, checkpoint_every=0))
+    generate(model, encoder, 80, "toy", steps=2, seed=0)
+    assert seen == [0, 24, 48]  # 32 + 24 + 24 events: each window keeps the last 8 of the one before
+    seen.clear()
+    generate(model, encoder, 30, "toy", steps=2, seed=0, prefix=startup_trace(40))
+    assert seen == [32, 56]  # the first window holds the prefix's last 8 events (index 32..39)
+
+
+def test_training_windows_carry_their_offsets():
+    encoder_traces = [startup_trace()]
+    from tracesynth.encoding.trace_encoder import TraceEncoder
+
+    encoder = TraceEncoder("light").fit(encoder_traces)
+    source = WindowSource(encoder, encoder_traces, 32, 0.0, seed=0, start_rate=0.5)
+    codes, _, offsets = source.batch_with_offsets(3, 64)
+    first = encoder.encode(encoder_traces[0])["event"]
+    for row, offset in enumerate(offsets.tolist()):
+        assert torch.equal(codes["event"][row], torch.as_tensor(first[offset:offset + 32]))
 
 
 def test_start_windows_are_taken_and_flagged(start_model):

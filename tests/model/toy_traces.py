@@ -23,7 +23,7 @@ def periodic_trace(n: int = 960, workload: str = "toy") -> Trace:
         TraceMeta(source_format="test", workload=workload))
 
 
-def train_toy_model(steps: int = 700, channels: str = "light"):
+def train_toy_model(steps: int = 1000, channels: str = "light"):
     """A tiny model trained on `periodic_trace()` until it reproduces it (a few seconds)."""
     import torch
 

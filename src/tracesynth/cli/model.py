@@ -46,7 +46,7 @@ def train(
     channels: str = typer.Option("light", "--channels", help="light, full, or a list: event,dt,tid"),
     context: int = typer.Option(4096, "--context", help="Window length in events."),
     size: str = typer.Option("auto", "--size", help="Model size: auto (small for light, medium otherwise), tiny, small, medium, base."),
-    steps: int = typer.Option(300, "--steps", help="Optimizer steps (total, also when resuming)."),
+    steps: int = typer.Option(1000, "--steps", help="Optimizer steps (total, also when resuming)."),
     batch_size: int = typer.Option(8, "--batch-size", help="Windows per step (global, over all processes)."),
     lr: float = typer.Option(2e-3, "--lr", help="Peak learning rate (warmup, then cosine)."),
     seed: int = typer.Option(0, "--seed", help="Seed: same seed, same model on CPU."),

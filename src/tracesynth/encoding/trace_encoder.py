@@ -31,6 +31,12 @@ def _frame(trace: Trace) -> pd.DataFrame:
     return trace.events.select(["ts", "cpu", "tid", "pid", "procname", "event", "ret"]).to_pandas()
 
 
+def _syscall_threads(frame: pd.DataFrame) -> int:
+    """Distinct known tids among a trace's syscall events."""
+    syscalls = frame["event"].str.startswith("syscall_", na=False)
+    return int(frame.loc[syscalls, "tid"].dropna().nunique())
+
+
 def _gaps(ts: np.ndarray) -> np.ndarray:
     """Inter-event gaps in ns; the first event's gap is 0."""
     ts = np.asarray(ts, dtype=np.int64)
@@ -49,6 +55,7 @@ class TraceEncoder:
         self.workloads: list[str] = []
         self.start_ts: dict[str, int] = {}
         self.n_cpus = 1
+        self.syscall_threads: int | None = None  # most threads making syscalls in one training trace
 
     # --- fitting ------------------------------------------------------------------------
     def fit(self, traces: Sequence[Trace]) -> TraceEncoder:
@@ -64,7 +71,15 @@ class TraceEncoder:
         for t, f in zip(traces, frames):
             self.start_ts.setdefault(t.meta.workload or "default", int(f["ts"].iloc[0]) if len(f) else 0)
         self.n_cpus = max(1, len(self.cpu.values))
+        self.syscall_threads = max((_syscall_threads(f) for f in frames), default=0)
         return self
+
+    @property
+    def single_syscall_thread(self) -> bool:
+        """Whether every training trace made its syscalls from one thread: then a trace of a
+        model without thread ids can be checked and guided as that one thread (syscall pairing,
+        lifecycle), as `check --single-thread` does."""
+        return self.syscall_threads is not None and self.syscall_threads <= 1
 
     # --- codes --------------------------------------------------------------------------
     def vocab_sizes(self) -> dict[str, int]:
@@ -155,6 +170,7 @@ class TraceEncoder:
             "workloads": self.workloads,
             "start_ts": self.start_ts,
             "n_cpus": self.n_cpus,
+            "syscall_threads": self.syscall_threads,
         }
 
     @classmethod
@@ -173,6 +189,7 @@ class TraceEncoder:
         enc.workloads = list(data["workloads"])
         enc.start_ts = {k: int(v) for k, v in data["start_ts"].items()}
         enc.n_cpus = int(data["n_cpus"])
+        enc.syscall_threads = data.get("syscall_threads")  # None: saved before it was fitted
         return enc
 
 

@@ -57,7 +57,7 @@ class TraceSynth(Generator):
     name = "tracesynth"
 
     def __init__(self, channels: str | list[str] = "light", context: int = 4096, size: str = "auto",
-                 train_steps: int = 300, batch_size: int = 8, lr: float = 2e-3, sample_steps: int = 16,
+                 train_steps: int = 1000, batch_size: int = 8, lr: float = 2e-3, sample_steps: int = 16,
                  guidance_scale: float = 1.0, temperature: float = 1.0, prefix_fraction: float = 0.25,
                  constraints: str = "none", device: str = "auto", random_state: int = 0):
         super().__init__(random_state)
@@ -104,7 +104,7 @@ class TraceSynth(Generator):
         """`sample` with per-call overrides and a progress callback (used by the CLI)."""
         from tracesynth.sampling import generate
 
-        single_thread = "tid" not in self.encoder_.channels and len(self.encoder_.tid.pool) <= 1
+        single_thread = self.single_thread()
         guide, repair = constraint_tools(constraints or self.constraints, single_thread)
         # Repair may drop events (an orphan exit): draw a margin, repair, then cut to size.
         margin = 0 if repair is None else max(64, n_events // 20)
@@ -113,6 +113,8 @@ class TraceSynth(Generator):
                          guidance_scale=self.guidance_scale if guidance_scale is None else guidance_scale,
                          temperature=self.temperature, prefix_fraction=self.prefix_fraction, seed=seed,
                          guide=guide, on_progress=on_progress)
+        if single_thread:  # so `check` (and the evaluation's validity) read it as one thread too
+            trace.meta.extra["threads"] = 1
         if repair is not None:
             fixed, edits = repair(trace)
             if len(fixed) < n_events:
@@ -121,6 +123,13 @@ class TraceSynth(Generator):
             trace.meta.extra["repair_edits"] = len(edits)
             trace.meta.extra["constraints"] = constraints or self.constraints
         return trace
+
+    def single_thread(self) -> bool:
+        """Whether this model's traces, having no thread ids, are checked, guided and repaired
+        as one thread: when every training trace made its syscalls from one thread (sched
+        events of other tasks do not count; see `TraceEncoder.single_syscall_thread`)."""
+        enc = self.encoder_
+        return "tid" not in enc.channels and (enc.single_syscall_thread or len(enc.tid.pool) <= 1)
 
     # --- persistence --------------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:

@@ -100,6 +100,15 @@ class Denoiser(nn.Module):
         # (execve, the loader's openat/mmap/mprotect) occur only there; without this signal a
         # model trained on random windows never generates them.
         self.start = nn.Embedding(2, d) if config.start_flag else None
+        # Each event's index in its trace, for the first `trace_positions` events (one shared
+        # "far" class after that). Start-up is a fixed sequence (execve, the loader's
+        # openat/mmap/mprotect, libc's set_tid_address/rseq, ...) at fixed places: relative
+        # positions (convolutions, rotary attention) cannot say "the 37th event of the trace",
+        # this can. Zero-initialised, so it starts as a no-op and learns only what it needs.
+        self.trace_position = None
+        if config.trace_positions:
+            self.trace_position = nn.Embedding(config.trace_positions + 1, d)
+            nn.init.zeros_(self.trace_position.weight)
         dil = config.dilations
         self.down_blocks = nn.ModuleList(
             LocalBlock(d, config.kernel_size, dil[i % len(dil)], config.mlp_ratio) for i in range(config.local_blocks))
@@ -123,20 +132,29 @@ class Denoiser(nn.Module):
         return self.config.n_workloads
 
     def hidden(self, codes: dict[str, torch.Tensor], t: torch.Tensor, workload: torch.Tensor,
-               at_start: torch.Tensor | None = None) -> torch.Tensor:
+               at_start: torch.Tensor | None = None, offset: torch.Tensor | None = None) -> torch.Tensor:
         """Per-position features (B, L, d_local); L must be a multiple of `downsample`.
-        `at_start` (B,) flags windows that begin a trace (None: none do); models configured
-        without `start_flag` ignore it."""
+        `offset` (B,) is the index in its trace of each window's first event (None: far from
+        the start); `at_start` (B,) flags windows that begin a trace (default: offset == 0).
+        Models configured without `start_flag` / `trace_positions` ignore them."""
         r = self.config.downsample
         x = sum(self.embed[_key(ch)](codes[ch]) for ch in self.channels)
         b, n, _ = x.shape
         if n % r:
             raise ValueError(f"window length {n} is not a multiple of {r}")
+        if at_start is None and offset is not None:
+            at_start = offset == 0
         cond = self.time_mlp(time_features(t, self.config.d_local)) + self.workload(workload)
         if self.start is not None:
             flag = torch.zeros_like(workload) if at_start is None else at_start.to(workload.device).long()
             cond = cond + self.start(flag)
         x = x + cond[:, None, :]
+        if self.trace_position is not None and offset is not None:
+            far = self.config.trace_positions
+            index = offset.to(x.device).long()[:, None] + torch.arange(n, device=x.device)[None, :]
+            x = x + self.trace_position(index.clamp_(min=0, max=far))
+        elif self.trace_position is not None:
+            x = x + self.trace_position.weight[self.config.trace_positions]
         for block in self.down_blocks:
             x = block(x)
         skip = x
@@ -153,9 +171,9 @@ class Denoiser(nn.Module):
     def logits(self, hidden: torch.Tensor, channel: str) -> torch.Tensor:
         return self.heads[_key(channel)](hidden)
 
-    def forward(self, codes, t, workload, at_start=None) -> dict[str, torch.Tensor]:
+    def forward(self, codes, t, workload, at_start=None, offset=None) -> dict[str, torch.Tensor]:
         """Logits for every channel at every position (convenient, not the fast path)."""
-        h = self.hidden(codes, t, workload, at_start)
+        h = self.hidden(codes, t, workload, at_start, offset)
         return {ch: self.logits(h, ch) for ch in self.channels}
 
 

@@ -91,8 +91,13 @@ class WindowSource:
         return codes, labels
 
     def batch_with_starts(self, step: int, size: int):
-        """(codes, labels, at_start): a share `start_rate` of the windows begins at event 0 of
-        its trace and is flagged; the others start anywhere (flagged only if that is event 0)."""
+        """(codes, labels, at_start): see `batch_with_offsets`; flags windows at event 0."""
+        codes, labels, offsets = self.batch_with_offsets(step, size)
+        return codes, labels, offsets == 0
+
+    def batch_with_offsets(self, step: int, size: int):
+        """(codes, labels, offsets): a share `start_rate` of the windows begins at event 0 of
+        its trace; the others start anywhere. `offsets` holds each window's first event index."""
         rng = np.random.default_rng([self.seed, step])
         traces = rng.choice(len(self.encoded), size=size, p=self.weights)
         starts = [int(rng.integers(0, self.train_end[i] - self.context + 1)) for i in traces]
@@ -100,7 +105,7 @@ class WindowSource:
             at_trace_start = np.random.default_rng([self.seed, step, 2]).random(size) < self.start_rate
             starts = [0 if first else s for first, s in zip(at_trace_start, starts)]
         codes, labels = self._collate(list(zip(traces.tolist(), starts)))
-        return codes, labels, torch.tensor([s == 0 for s in starts])
+        return codes, labels, torch.tensor(starts, dtype=torch.long)
 
     def validation(self, n_windows: int):
         """Evenly spaced windows over the held-out tails (or the training data, if none held)."""
@@ -111,7 +116,8 @@ class WindowSource:
             span = self.val_end[i] - self.val_start[i] - self.context
             frac = (k // len(usable) + 0.5) / max(1, math.ceil(n_windows / len(usable)))
             picks.append((i, int(self.val_start[i] + frac * span)))
-        return self._collate(picks)
+        codes, labels = self._collate(picks)
+        return codes, labels, torch.tensor([start for _, start in picks], dtype=torch.long)
 
 
 class _HiddenOnly(torch.nn.Module):
@@ -121,8 +127,8 @@ class _HiddenOnly(torch.nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, noisy, t, labels, at_start):
-        return self.model.hidden(noisy, t, labels, at_start)
+    def forward(self, noisy, t, labels, offset):
+        return self.model.hidden(noisy, t, labels, offset=offset)
 
 
 def _noise(step: int, seed: int, codes, labels, model: Denoiser, cfg: TrainConfig):
@@ -141,6 +147,22 @@ def _noise(step: int, seed: int, codes, labels, model: Denoiser, cfg: TrainConfi
     drop = torch.rand(len(labels), generator=gen) < cfg.label_dropout
     labels = torch.where(drop, torch.full_like(labels, model.null_workload), labels)
     return t, noisy, masked, labels
+
+
+#: Learning-rate multiplier of the trace-position embedding. Each of its rows learns only from
+#: windows that cover that position (the first events of a trace: a few per cent of the data),
+#: and Adam moves a parameter by about one learning rate per step, so at the base rate the rows
+#: would still be near zero when training ends on CPU budgets.
+TRACE_POSITION_LR_SCALE = 10.0
+
+
+def parameter_groups(model: Denoiser) -> list[dict]:
+    position = [] if model.trace_position is None else list(model.trace_position.parameters())
+    ids = {id(p) for p in position}
+    groups = [{"params": [p for p in model.parameters() if id(p) not in ids], "lr_scale": 1.0}]
+    if position:
+        groups.append({"params": position, "lr_scale": TRACE_POSITION_LR_SCALE, "weight_decay": 0.0})
+    return groups
 
 
 def learning_rate(step: int, cfg: TrainConfig) -> float:
@@ -200,7 +222,7 @@ def train(
     source = WindowSource(encoder, traces, model.config.context, cfg.val_fraction, cfg.seed,
                           cfg.start_rate if model.config.start_flag else 0.0)
     state.val_heldout = source.val_heldout
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
+    optimizer = torch.optim.AdamW(parameter_groups(model), lr=cfg.lr, weight_decay=cfg.weight_decay,
                                   betas=(0.9, 0.99), foreach=True)
     if resume:
         load_optimizer(out_dir, optimizer, saved_state)
@@ -212,10 +234,10 @@ def train(
                 else torch.autocast("cpu", enabled=False))
     local = slice(rank, cfg.batch_size, world)
 
-    def forward_loss(codes, labels, t, noisy, masked, weighting, at_start):
+    def forward_loss(codes, labels, t, noisy, masked, weighting, offset):
         with autocast:
-            hidden = (wrapped(noisy, t, labels, at_start) if world > 1
-                      else model.hidden(noisy, t, labels, at_start))
+            hidden = (wrapped(noisy, t, labels, offset) if world > 1
+                      else model.hidden(noisy, t, labels, offset=offset))
             return _loss_from_hidden(model, hidden, codes, t, masked, weighting)
 
     def checkpoint():
@@ -228,15 +250,15 @@ def train(
     while state.step < cfg.steps:
         step = state.step
         tick = time.perf_counter()
-        codes, labels, at_start = source.batch_with_starts(step, cfg.batch_size)
+        codes, labels, offsets = source.batch_with_offsets(step, cfg.batch_size)
         t, noisy, masked, labels = _noise(step, cfg.seed, codes, labels, model, cfg)
         pick = lambda d: {k: v[local].to(device) for k, v in d.items()}  # noqa: E731
         codes_l, noisy_l, masked_l = pick(codes), pick(noisy), pick(masked)
         for group in optimizer.param_groups:
-            group["lr"] = learning_rate(step, cfg)
+            group["lr"] = learning_rate(step, cfg) * group.get("lr_scale", 1.0)
         model.train()
         loss = forward_loss(codes_l, labels[local].to(device), t[local].to(device), noisy_l, masked_l,
-                            cfg.loss_weighting, at_start[local].to(device)).mean()
+                            cfg.loss_weighting, offsets[local].to(device)).mean()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if cfg.grad_clip:
@@ -285,11 +307,12 @@ def _loss_from_hidden(model: Denoiser, hidden, codes, t, masked, weighting) -> t
 def validation_loss(model: Denoiser, source: WindowSource, cfg: TrainConfig, device) -> float:
     """Negative ELBO (nats per event) on fixed held-out windows at fixed noise levels."""
     model.eval()
-    codes, labels = source.validation(cfg.val_windows)
+    codes, labels, offsets = source.validation(cfg.val_windows)
     gen = torch.Generator().manual_seed(cfg.seed + 7919)
     t = ((torch.arange(len(labels)) + 0.5) / len(labels)).clamp(min=1e-3)
     noisy, masked = MaskingSchedule().mask(codes, t, model.mask_ids, gen)
     move = lambda d: {k: v.to(device) for k, v in d.items()}  # noqa: E731
-    loss = _loss_from_hidden(model, model.hidden(move(noisy), t.to(device), labels.to(device)),
+    hidden = model.hidden(move(noisy), t.to(device), labels.to(device), offset=offsets.to(device))
+    loss = _loss_from_hidden(model, hidden,
                              move(codes), t.to(device), move(masked), "elbo")
     return float(loss.mean())

@@ -1,7 +1,8 @@
 """Traces of any length: window-by-window generation, each window continuing the previous one.
 
-The first window is generated from nothing and flagged as the start of a trace, so a model
-trained with start windows begins with the start-up sequence (execve, the loader, ...); every
+The first window is generated from nothing and told it is the start of a trace (offset 0: the
+start flag and the trace-position embedding), so a model trained with start windows begins
+with the start-up sequence (execve, the loader, ...) at the places it has in real traces; every
 following window starts with the last `prefix_fraction` of the previous one as known events
 (prefix continuation: the same clamping as infilling), and only its remaining positions become
 new events. Thread slots are renumbered for each window from the real tids of the prefix, so
@@ -84,10 +85,11 @@ def generate(
         def partial_fn(codes, decided, slot_tids=slot_tids):
             return encoder.partial(codes, decided, slot_tids)
 
-        trace_start = not parts and (prefix is None or not len(prefix))
+        # Index in the trace of the window's first event (its known prefix included).
+        offset = produced - start + (len(prefix) if prefix is not None else 0)
         codes = sample_window(model, known, known_mask, label, steps, guidance_scale, generator,
                               temperature, guide, partial_fn, banned=banned, order=order,
-                              time_grid=time_grid, at_start=trace_start)
+                              time_grid=time_grid, offset=offset)
         cols = decoder.decode_window(codes, start, slot_tids.copy())
         take = min(n_events - produced, window - start)
         parts.append({k: v[:take] for k, v in cols.items()})

@@ -70,10 +70,12 @@ def sample_window(
     banned: dict[str, list[int]] | None = None,
     rank_noise: float = 0.0,
     at_start: bool = False,
+    offset: int | None = None,
 ) -> dict[str, np.ndarray]:
     """Codes for one window (numpy int64 per channel). `known[ch]` holds codes where
     `known_mask[ch]` is True; everything else is generated. `banned[ch]` lists classes never
-    to draw (e.g. "no event name"). `at_start`: the window begins a trace (start-up events)."""
+    to draw (e.g. "no event name"). `offset`: the index in the trace of the window's first
+    event (None: unknown, far from the start; `at_start` alone means 0)."""
     if steps < 1:
         raise ValueError("steps must be at least 1")
     device = next(model.parameters()).device
@@ -88,7 +90,9 @@ def sample_window(
         any_clamped |= np.asarray(known_mask[ch])
     use_cfg = guidance_scale != 1.0
     labels = torch.tensor([workload, model.null_workload] if use_cfg else [workload], device=device)
-    start_flags = torch.full((len(labels),), int(at_start), device=device)
+    if offset is None and at_start:
+        offset = 0
+    offsets = None if offset is None else torch.full((len(labels),), int(offset), device=device)
     grid = time_points(steps, time_grid)
     for i in range(steps):
         t, s = grid[i], grid[i + 1]
@@ -105,7 +109,7 @@ def sample_window(
         if quota == 0:
             continue
         batch = {ch: x[ch].expand(len(labels), -1) for ch in model.channels}
-        hidden = model.hidden(batch, torch.full((len(labels),), t, device=device), labels, start_flags)
+        hidden = model.hidden(batch, torch.full((len(labels),), t, device=device), labels, offset=offsets)
         drawn = []  # (channel, positions, tokens, confidence)
         for ch in model.channels:
             idx = candidates[ch]
