@@ -71,6 +71,15 @@ def test_tracefs_syscalls_decode_ret_and_args():
     assert exits.ret.notna().all() and entries.ret.isna().all()
 
 
+def test_c_int_arguments_are_signed():
+    from tracesynth.sources.ftrace_events import parse_syscall_args
+
+    # wait4(-1, ...) is "any child": ftrace prints the int as 32-bit hex
+    args = parse_syscall_args("upid: 0xffffffff, stat_addr: 0x7ffee16430cc, options: 0x00000000, ru: 0x00000000")
+    assert args["upid"] == -1 and args["stat_addr"] == 0x7FFEE16430CC and args["options"] == 0
+    assert parse_syscall_args("tgid: 0x1455, pid: 0x1455, sig: 0xf") == {"tgid": 0x1455, "pid": 0x1455, "sig": 15}
+
+
 def test_fork_exec_exit_of_children_with_names_from_sched_events():
     df = frame(TRACE)
     fork = payloads(df[df.event == "sched_process_fork"])

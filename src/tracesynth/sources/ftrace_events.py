@@ -32,8 +32,10 @@ PREEMPTED = 256
 
 #: Syscall arguments that are C ints: ftrace prints them as 32-bit hex (dfd: 0xffffff9c), LTTng
 #: as signed numbers (-100 = AT_FDCWD).
+#: Names as the kernel's syscall metadata spells them (wait4 and waitid take `upid`, tgkill
+#: `tgid`, setpgid `pgid`, the fd-taking ones sometimes `ufd`).
 INT_ARGS = frozenset({"fd", "dfd", "olddfd", "newdfd", "oldfd", "newfd", "fd_in", "fd_out", "epfd",
-                      "pid", "sig", "which", "who", "flag"})
+                      "ufd", "pid", "upid", "tgid", "pgid", "sig", "which", "who", "flag"})
 
 
 @dataclass(slots=True)
