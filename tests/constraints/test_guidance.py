@@ -85,3 +85,20 @@ def test_single_thread_windows_without_tids():
     w = window([E + "read", E + "write", None, X + "write"], [-1, -1, -1, -1])
     assert not ConstraintGuide().violating_positions(w).any()
     assert ConstraintGuide(single_thread=True).violating_positions(w).tolist() == [False, True, False, False]
+
+
+def test_a_premature_exit_is_redrawn_rather_than_what_follows_it():
+    w = window([E + "read", X + "read", "sched_process_exit", E + "read", X + "read", E + "write"], [1] * 6)
+    assert np.flatnonzero(ConstraintGuide().violating_positions(w)).tolist() == [2]
+    w = window([E + "read", X + "read", "sched_process_exit", E + "read"], [1] * 4)
+    assert np.flatnonzero(ConstraintGuide().violating_positions(w)).tolist() == [3]
+
+
+def test_single_thread_windows_rule_out_names_at_undecided_positions():
+    # a light model's window: no thread ids at all, read as one thread
+    w = window([E + "read", None, X + "read", None], [-1] * 4)
+    vocab = [E + "read", X + "read", X + "write", "sched_switch"]
+    mask = ConstraintGuide(single_thread=True).allowed_event_mask(w, vocab)
+    assert mask[1].tolist() == [False, True, False, True]  # read is pending: its exit or no syscall
+    assert mask[3].tolist() == [True, False, False, True]  # nothing pending: no exit
+    assert ConstraintGuide().allowed_event_mask(w, vocab).all()  # without the assumption: no rule

@@ -92,3 +92,40 @@ def test_guide_hook_contract_and_effect(full_model):
     assert later["decided"][:16].all()
     # Called after every step but the last, for every window (512 events: 1 + ceil(448/48) windows).
     assert len(guide.partials) == 7 * 11
+
+
+class RuleOutEvent(ForbidEvent):
+    """A fake guide that also rules names out before they are drawn."""
+
+    def __init__(self, event: str):
+        super().__init__(event)
+        self.masks = 0
+
+    def allowed_event_mask(self, partial, vocabulary):
+        self.masks += 1
+        return np.tile(np.array([name != self.event for name in vocabulary]), (len(partial["event"]), 1))
+
+
+def test_ruled_out_names_are_never_drawn_even_at_the_last_step(full_model):
+    model, encoder, real = full_model
+    top = real.to_pandas()["event"].value_counts().index[0]
+    # One denoising step: no later step could re-mask, so only ruling out before drawing helps.
+    plain = generate(model, encoder, 200, "bug", steps=1, seed=2, guide=ForbidEvent(top))
+    assert (plain.to_pandas()["event"] == top).any()
+    guide = RuleOutEvent(top)
+    ruled = generate(model, encoder, 200, "bug", steps=1, seed=2, guide=guide)
+    assert not (ruled.to_pandas()["event"] == top).any() and guide.masks > 0
+
+
+def test_corrector_redraws_only_generated_tokens_and_stays_seeded(full_model):
+    model, encoder, real = full_model
+    codes, _ = _window(encoder, real)
+    known_mask = {ch: np.arange(64) < 16 for ch in codes}  # a known prefix, as in continuation
+    run = lambda k, seed=0: sample_window(model, codes, known_mask, 0, steps=4, corrector_steps=k,  # noqa: E731
+                                          corrector_fraction=0.25, generator=torch.Generator().manual_seed(seed))
+    plain, corrected = run(0), run(3)
+    for ch in codes:
+        assert (corrected[ch][:16] == codes[ch][:16]).all()
+        assert (corrected[ch] < encoder.vocab_sizes()[ch]).all()
+    assert any((plain[ch] != corrected[ch]).any() for ch in codes)  # it did redraw something
+    assert all((run(3)[ch] == corrected[ch]).all() for ch in codes)

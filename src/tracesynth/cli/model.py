@@ -96,6 +96,9 @@ def generate(
     steps: int = typer.Option(16, "--steps", help="Denoising steps per window (fewer: faster, rougher)."),
     seed: int = typer.Option(0, "--seed", help="Seed: same seed, same trace on CPU."),
     guidance_scale: float = typer.Option(1.0, "--guidance-scale", help="Classifier-free guidance (1 = off)."),
+    corrector_steps: int = typer.Option(0, "--corrector-steps",
+                                        help="After the steps, redraw the least likely 5% of events this many "
+                                             "times (fewer contradictions, slower)."),
     constraints: str = typer.Option("guided", "--constraints", help="none, repair, or guided (guide + repair)."),
     format: str = typer.Option(None, "-f", "--format", help="parquet, csv, jsonl, text or ctf."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
@@ -107,6 +110,9 @@ def generate(
     sink_for(out, format)  # a bad suffix fails before minutes of sampling
     constraint_tools(constraints)
     gen = TraceSynth.load(model_dir, device=device)
+    if corrector_steps < 0:
+        raise ConfigError(f"--corrector-steps must be >= 0, got {corrector_steps}")
+    gen.corrector_steps = corrector_steps
     if n_events <= 0:
         raise ConfigError(f"-n must be positive, got {n_events}")
     if workload is None:

@@ -89,8 +89,10 @@ class ConstraintGuide:
         kind[~known], flags[~known] = 0, 0
         tid = np.asarray(partial["tid"], np.int64)
         if self.single_thread and not (tid != -1).any():
-            # A window of a model without thread ids, for a single-threaded workload.
-            tid = np.where(known, 1, -1)
+            # A window of a model without thread ids, for a single-threaded workload: every
+            # position, decided or not, belongs to the one thread (an undecided one can still
+            # become that thread's missing entry or exit, and it is judged as such).
+            tid = np.ones(len(events), np.int64)
         cpu = np.asarray(partial.get("cpu", np.full(len(events), -1)), np.int64)
         ret, has_ret = _rets(partial.get("ret"), len(events))
         return known, kind, scid, dom, flags, tid, cpu, ret, has_ret
@@ -207,7 +209,7 @@ def _pairs(pos, tid, member, anywild):
 
 def _after_end(known, kind, flags, tid) -> np.ndarray:
     """Decided syscall events of a thread after its decided exit (sched_process_exit or
-    entering exit/exit_group) in the window."""
+    entering exit/exit_group) in the window, or that exit when two or more follow it."""
     ends = np.flatnonzero(known & ((flags & _F_THREAD_END) > 0) & (tid != -1))
     if not len(ends):
         return np.zeros(len(known), bool)
@@ -221,5 +223,10 @@ def _after_end(known, kind, flags, tid) -> np.ndarray:
     i = np.minimum(i, len(first_tid) - 1)
     hit = (first_tid[i] == tid[sys_rows]) & (sys_rows > first_end[i])
     out = np.zeros(len(known), bool)
-    out[sys_rows[hit]] = True
+    # As repair does: an exit followed by two or more syscalls of its thread is the mistake
+    # (a premature exit), so it is redrawn instead of everything after it.
+    followers = np.bincount(i[hit], minlength=len(first_end))
+    premature = followers >= 2
+    out[first_end[premature]] = True
+    out[sys_rows[hit & ~premature[i]]] = True
     return out

@@ -59,7 +59,8 @@ class TraceSynth(Generator):
     def __init__(self, channels: str | list[str] = "light", context: int = 4096, size: str = "auto",
                  train_steps: int = 1000, batch_size: int = 8, lr: float = 2e-3, sample_steps: int = 16,
                  guidance_scale: float = 1.0, temperature: float = 1.0, prefix_fraction: float = 0.25,
-                 constraints: str = "none", device: str = "auto", random_state: int = 0):
+                 constraints: str = "none", device: str = "auto", random_state: int = 0,
+                 corrector_steps: int = 0):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -73,10 +74,12 @@ class TraceSynth(Generator):
         self.prefix_fraction = prefix_fraction
         self.constraints = constraints
         self.device = device
+        self.corrector_steps = corrector_steps
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
-                "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state")
+                "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state",
+                "corrector_steps")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -112,7 +115,7 @@ class TraceSynth(Generator):
                          steps=steps or self.sample_steps,
                          guidance_scale=self.guidance_scale if guidance_scale is None else guidance_scale,
                          temperature=self.temperature, prefix_fraction=self.prefix_fraction, seed=seed,
-                         guide=guide, on_progress=on_progress)
+                         guide=guide, on_progress=on_progress, corrector_steps=self.corrector_steps)
         if single_thread:  # so `check` (and the evaluation's validity) read it as one thread too
             trace.meta.extra["threads"] = 1
         if repair is not None:

@@ -41,6 +41,7 @@ def generate(
     order: str = "confidence",
     time_grid: str = "cosine",
     prefix: Trace | None = None,
+    corrector_steps: int = 0,
 ) -> Trace:
     """Generate `n_events` canonical events for `workload` (deterministic in `seed` on CPU);
     with `prefix`, they continue that trace (its last events condition the first window)."""
@@ -57,6 +58,7 @@ def generate(
     decoder = encoder.decoder(workload, seed)
     channels = model.channels
     banned = encoder.never_generated()
+    event_names = list(encoder.event.decode(np.arange(encoder.event.vocab_size))) if guide is not None else None
     parts: list[dict[str, np.ndarray]] = []
     produced = 0
     prev_codes: dict[str, np.ndarray] | None = None
@@ -89,7 +91,8 @@ def generate(
         offset = produced - start + (len(prefix) if prefix is not None else 0)
         codes = sample_window(model, known, known_mask, label, steps, guidance_scale, generator,
                               temperature, guide, partial_fn, banned=banned, order=order,
-                              time_grid=time_grid, offset=offset)
+                              time_grid=time_grid, offset=offset, event_names=event_names,
+                              corrector_steps=corrector_steps)
         cols = decoder.decode_window(codes, start, slot_tids.copy())
         take = min(n_events - produced, window - start)
         parts.append({k: v[:take] for k, v in cols.items()})

@@ -53,6 +53,23 @@ def time_points(steps: int, kind: str = "cosine") -> list[float]:
     raise ValueError(f"unknown time grid {kind!r}")
 
 
+def _guided_logits(model: Denoiser, hidden: torch.Tensor, channel: str, guidance_scale: float) -> torch.Tensor:
+    """Logits of one channel; with classifier-free guidance row 0 is conditional, row 1 not."""
+    logits = model.logits(hidden, channel).float()
+    if guidance_scale != 1.0:
+        return logits[1] + guidance_scale * (logits[0] - logits[1])
+    return logits[0]
+
+
+def _allowed_events(x, model, mask_ids, guide, partial_fn, event_names) -> np.ndarray:
+    """bool[L, V_event]: the event names each position may take given the decided events
+    (before this step's draws): the guide's `allowed_event_mask`, with banned classes left to
+    the `banned` list."""
+    codes = {ch: x[ch][0].cpu().numpy() for ch in model.channels}
+    decided = {ch: codes[ch] != mask_ids[ch] for ch in model.channels}
+    return np.asarray(guide.allowed_event_mask(partial_fn(codes, decided), event_names), dtype=bool)
+
+
 @torch.inference_mode()
 def sample_window(
     model: Denoiser,
@@ -71,11 +88,16 @@ def sample_window(
     rank_noise: float = 0.0,
     at_start: bool = False,
     offset: int | None = None,
+    event_names: list | None = None,
+    corrector_steps: int = 0,
+    corrector_fraction: float = 0.05,
 ) -> dict[str, np.ndarray]:
     """Codes for one window (numpy int64 per channel). `known[ch]` holds codes where
     `known_mask[ch]` is True; everything else is generated. `banned[ch]` lists classes never
     to draw (e.g. "no event name"). `offset`: the index in the trace of the window's first
-    event (None: unknown, far from the start; `at_start` alone means 0)."""
+    event (None: unknown, far from the start; `at_start` alone means 0). With a guide that
+    has `allowed_event_mask` and `event_names` (the event channel's class names), event names
+    that would break a rule given the events already decided are ruled out before drawing."""
     if steps < 1:
         raise ValueError("steps must be at least 1")
     device = next(model.parameters()).device
@@ -94,9 +116,10 @@ def sample_window(
         offset = 0
     offsets = None if offset is None else torch.full((len(labels),), int(offset), device=device)
     grid = time_points(steps, time_grid)
-    for i in range(steps):
-        t, s = grid[i], grid[i + 1]
-        p_reveal = schedule.unmask_probability(t, s)
+    rule_out = (guide is not None and partial_fn is not None and event_names is not None
+                and "event" in model.channels and callable(getattr(guide, "allowed_event_mask", None)))
+    def reveal(t: float, p_reveal: float) -> None:
+        """One reverse step at time t: reveal (an expected share `p_reveal` of) the masked tokens."""
         masked = {ch: torch.nonzero(x[ch][0] == mask_ids[ch]).flatten() for ch in model.channels}
         if order == "random":  # ancestral MDLM: each masked token independently
             candidates = {ch: m[torch.rand(len(m), generator=generator).to(device) < p_reveal]
@@ -107,21 +130,22 @@ def sample_window(
             expected = sum(len(m) for m in masked.values()) * p_reveal
             quota = int(expected) + int(torch.rand((), generator=generator) < expected - int(expected))
         if quota == 0:
-            continue
+            return
         batch = {ch: x[ch].expand(len(labels), -1) for ch in model.channels}
         hidden = model.hidden(batch, torch.full((len(labels),), t, device=device), labels, offset=offsets)
+        allowed = _allowed_events(x, model, mask_ids, guide, partial_fn, event_names) if rule_out else None
         drawn = []  # (channel, positions, tokens, confidence)
         for ch in model.channels:
             idx = candidates[ch]
             if len(idx) == 0:
                 continue
-            logits = model.logits(hidden[:, idx], ch).float()
-            if use_cfg:
-                logits = logits[1] + guidance_scale * (logits[0] - logits[1])
-            else:
-                logits = logits[0]
+            logits = _guided_logits(model, hidden[:, idx], ch, guidance_scale)
             if banned and banned.get(ch):
                 logits[:, banned[ch]] = float("-inf")
+            if ch == "event" and allowed is not None:
+                rows = allowed[idx.cpu().numpy()]
+                rows[~rows.any(1)] = True  # nothing allowed: leave it to the re-mask and repair
+                logits[torch.as_tensor(~rows, device=logits.device)] = float("-inf")
             tokens = _draw(logits, generator, temperature)
             confidence = None
             if order != "random":
@@ -137,22 +161,43 @@ def sample_window(
             pooled = torch.cat([d[3] for d in drawn])
             winners = torch.zeros(len(pooled), dtype=torch.bool, device=device)
             winners[torch.topk(pooled, quota).indices] = True
-            kept, offset = [], 0
+            kept, offset_ = [], 0
             for ch, idx, tokens, conf in drawn:
-                sel = winners[offset:offset + len(idx)]
+                sel = winners[offset_:offset_ + len(idx)]
                 kept.append((ch, idx[sel], tokens[sel], None))
-                offset += len(idx)
+                offset_ += len(idx)
             drawn = kept
         for ch, idx, tokens, _ in drawn:
             x[ch][0, idx] = tokens.to(x[ch].dtype)
+
+    def remask(positions: torch.Tensor) -> None:
+        for ch in model.channels:
+            keep = clamped[ch][positions]
+            x[ch][0, positions[~keep]] = mask_ids[ch]
+
+    for i in range(steps):
+        t, s = grid[i], grid[i + 1]
+        reveal(t, schedule.unmask_probability(t, s))
         if guide is not None and partial_fn is not None and i < steps - 1:
             codes_np = {ch: x[ch][0].cpu().numpy() for ch in model.channels}
             decided = {ch: codes_np[ch] != mask_ids[ch] for ch in model.channels}
             bad = np.asarray(guide.violating_positions(partial_fn(codes_np, decided)), dtype=bool)
             bad &= ~any_clamped
             if bad.any():
-                where = torch.as_tensor(np.nonzero(bad)[0], device=device)
-                for ch in model.channels:
-                    keep = clamped[ch][where]
-                    x[ch][0, where[~keep]] = mask_ids[ch]
+                remask(torch.as_tensor(np.nonzero(bad)[0], device=device))
+    free = torch.as_tensor(np.nonzero(~any_clamped)[0], device=device)
+    n_redraw = int(round(corrector_fraction * len(free)))
+    for _ in range(corrector_steps if n_redraw else 0):
+        # Corrector (predictor-corrector sampling, as in ReMDM, Wang et al. 2025): score every
+        # generated event given all the others, send the least likely back to MASK, redraw them.
+        # Tokens revealed together in a step were drawn independently; a pair that contradicts
+        # (an exit with a switch between it and its entry) is unlikely given its neighbours.
+        batch = {ch: x[ch].expand(len(labels), -1) for ch in model.channels}
+        hidden = model.hidden(batch, torch.full((len(labels),), 1.0 / steps, device=device), labels, offset=offsets)
+        score = torch.zeros(len(free), device=device)
+        for ch in model.channels:
+            logp = torch.log_softmax(_guided_logits(model, hidden[:, free], ch, guidance_scale), -1)
+            score += logp.gather(1, x[ch][0, free][:, None]).flatten()
+        remask(free[torch.topk(score, n_redraw, largest=False).indices])
+        reveal(corrector_fraction, 1.0)
     return {ch: x[ch][0].cpu().numpy().astype(np.int64) for ch in model.channels}

@@ -107,7 +107,9 @@ class ThreadLifecycle(Rule):
             same[1:] = m_rank[1:] == m_rank[:-1]
             prev_state[1:][same[1:]] = state[:-1][same[1:]]
             twice = m_rows[(m_kinds == CREATE) & (prev_state == CREATE)]
-            return dict(rows=act_rows, switch=act_switch, last=last, next=next_kind, twice=twice)
+            marker = np.where(has_last, m_rows[np.maximum(idx, 0)], -1)
+            return dict(rows=act_rows, switch=act_switch, last=last, next=next_kind, twice=twice,
+                        marker=marker)
 
         return view.memo("lifecycle", compute)
 
@@ -153,11 +155,26 @@ class ThreadLifecycle(Rule):
     def fix(self, view: TraceView, found: Findings) -> list[Edit]:
         rows, expected = self._clone_mismatch(view)
         want = dict(zip(rows.tolist(), expected.tolist()))
-        edits = []
+        premature = self._premature_exits(view, found)
+        edits = [Edit("drop", m, self.name, view.row_info(m)) for m in sorted(set(premature.values()))]
         for row, code in zip(found.rows.tolist(), found.codes.tolist()):
             if code == CLONE_RET and row in want:
                 edits.append(Edit("set", row, self.name, {"ret": int(view.ret[row])}, {"ret": want[row]}))
-            else:
+            elif not (code == AFTER_EXIT and row in premature):
                 edits.append(Edit("drop", row, self.name, view.row_info(row)))
         return edits
+
+    def _premature_exits(self, view: TraceView, found: Findings) -> dict[int, int]:
+        """{syscall row after exit: the exit row to drop instead} for exits followed by two or
+        more syscalls of their thread: dropping the one exit (a generator's premature
+        sched_process_exit or exit_group) is fewer edits than dropping all that follows it."""
+        a = self.analyse(view)
+        marker_of = dict(zip(a["rows"].tolist(), a["marker"].tolist()))
+        after = [r for r, c in zip(found.rows.tolist(), found.codes.tolist()) if c == AFTER_EXIT]
+        by_marker: dict[int, list[int]] = {}
+        for row in after:
+            m = marker_of.get(row, -1)
+            if m >= 0:
+                by_marker.setdefault(m, []).append(row)
+        return {row: m for m, rows in by_marker.items() if len(rows) >= 2 for row in rows}
 
