@@ -41,8 +41,8 @@ N_GEN="${DEMO_EVENTS:-$N_TEST}"
 step "5. reference generators: an order-8 Markov chain and a copier of real chunks ($WORKLOAD, runs 1-2)"
 $TS baseline markov "$W/run1.parquet" "$W/run2.parquet" -n "$N_GEN" --order 8 --seed 0 -o "$OUT/markov8.parquet"
 
-step "6. train the diffusion model (light = event + inter-event time, context 4096; ${DEMO_STEPS:-80} steps for the demo)"
-$TS train "$WORKLOAD:1,2" -o "$OUT/model" --channels light --context 4096 --steps "${DEMO_STEPS:-80}" --val-every 40 --seed 0
+step "6. train the diffusion model (light = event + inter-event time, context 4096; ${DEMO_STEPS:-300} steps for the demo; the default is 1000)"
+$TS train "$WORKLOAD:1,2" -o "$OUT/model" --channels light --context 4096 --steps "${DEMO_STEPS:-300}" --val-every 100 --seed 0
 
 step "7. generate $N_GEN events, guided by the kernel rules, and write them as Parquet and CTF"
 $TS generate "$OUT/model" -n "$N_GEN" --seed 0 --constraints guided -o "$OUT/tracesynth.parquet"

@@ -1,40 +1,43 @@
-"""CTF writer: canonical batches → an LTTng-kernel-like CTF 1.8 trace, through babeltrace2.
-
-Why this shape (details and the conventions shared with the CTF reader: docs/sinks.md):
+"""Pass 2 of the CTF writer: a Python bt2 source component feeding ``sink.ctf.fs``, and the metadata fix.
 
 - babeltrace2's own ``sink.ctf.fs`` does the encoding; we only feed it trace-IR messages from a
   Python source component, so the output is whatever a real CTF producer would write.
-- Trace-IR field classes freeze once an event uses them, but a field may first appear late in
-  the input. So the writer makes two passes: the first spills the batches to a temporary
-  Parquet file (bounded memory) while it learns, per event name, the union of payload fields
-  and their types (`FieldLayout`); the second replays the spill into the bt2 graph.
 - The per-event hot loop creates messages and sets fields through bt2's SWIG extension
   (``bt2._native_bt``, what the public wrappers call), at about a tenth of the wrappers' cost
   (see `_EventWriter`); classes, streams and packets are built with the public API.
 - ``sink.ctf.fs`` prefixes every user field name with ``_`` in the TSDL it writes; Trace
   Compass looks up the packet context field ``cpu_id`` by its exact name, so `fix_metadata`
   renames ``_cpu_id`` back once the sink has finished.
+
+`bt2` is imported on first use only: importing the sinks must not need babeltrace2.
 """
 
 from __future__ import annotations
 
-import gc
 import json
 import re
-import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tracesynth.errors import TraceFormatError, TraceSynthError
-from tracesynth.fileio import TMP_PREFIX
-from tracesynth.schema import SCHEMA, TraceMeta
-from tracesynth.sinks.base import MetaArg, SinkWriter, resolve_meta
+from tracesynth.schema import TraceMeta
+from tracesynth.sinks.ctf.layout import (
+    BOOL,
+    DEFAULTS,
+    DOUBLE,
+    S64,
+    S64_ARRAY,
+    STRING,
+    U64,
+    U64_ARRAY,
+    FieldLayout,
+    event_fields,
+)
 
 #: Tracer identity written to the env block: a modern lttng-modules, so that readers
 #: (babeltrace2, Trace Compass) apply none of their workarounds for old tracer bugs.
@@ -46,198 +49,6 @@ NS_PER_S = 1_000_000_000
 EVENTS_PER_PACKET = 4096
 #: Event context fields, in the order ``lttng add-context -k -t tid -t pid -t procname`` gives.
 CONTEXT_FIELDS = ("tid", "pid", "procname")
-
-INT64_MIN, INT64_MAX, UINT64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-# --- the CTF view of one canonical row (shared with the text sink) ------------------------------
-
-
-def event_fields(ret: int | None, payload: str | None) -> dict[str, Any]:
-    """The payload fields a CTF event gets for a row: the JSON object, with a non-null
-    canonical ``ret`` as field ``ret`` placed first (where LTTng's syscall_exit_* has it)."""
-    fields = json.loads(payload) if payload else None
-    if fields is None:
-        fields = {}
-    elif not isinstance(fields, dict):
-        raise ValueError(f"payload is not a JSON object: {payload[:60]!r}")
-    if ret is not None:
-        fields.pop("ret", None)
-        fields = {"ret": ret, **fields}
-    return fields
-
-
-def length_field_name(array_name: str) -> str:
-    """LTTng's name for a sequence's length field (TSDL ``__vtids_length``, read ``_vtids_length``)."""
-    return f"_{array_name}_length"
-
-
-# --- pass 1: what each event class holds --------------------------------------------------------
-
-#: Field kinds, each mapping to one trace-IR field class (see `_payload_class`).
-S64, U64, DOUBLE, STRING, BOOL, S64_ARRAY, U64_ARRAY, JSON = (
-    "s64", "u64", "double", "string", "bool", "s64[]", "u64[]", "json",
-)
-DEFAULTS = {S64: 0, U64: 0, DOUBLE: 0.0, STRING: "", BOOL: False, S64_ARRAY: [], U64_ARRAY: [], JSON: "null"}
-
-
-class _FieldStats:
-    """What pass 1 saw of one payload key of one event name.
-
-    Pass 1 runs on every row, so `observe` only records what changes the field class: the
-    value's type, and for integers whether any falls outside int64 (then uint64 or text).
-    """
-
-    __slots__ = ("kinds", "negative", "low", "high", "list_lengths", "absent")
-
-    def __init__(self, absent: bool = False):
-        self.kinds: set[type] = set()
-        self.negative = False  # some integer < 0
-        self.low = 0  # smallest / largest integer outside the int64 range, else 0
-        self.high = 0
-        self.list_lengths: set[int] = set()
-        self.absent = absent  # missing (or null) in at least one event of this name
-
-    def observe(self, value: Any) -> None:
-        kind = type(value)
-        if kind is int:
-            if value < 0 or value > INT64_MAX:
-                self._note_range(value)
-        elif kind is list:
-            if all(type(v) is int for v in value):
-                self.list_lengths.add(len(value))
-                for item in value:
-                    if item < 0 or item > INT64_MAX:
-                        self._note_range(item)
-            else:
-                kind = dict  # a list of anything else is written as JSON text, like objects
-        elif value is None:
-            self.absent = True
-            return
-        self.kinds.add(kind)
-
-    def _note_range(self, value: int) -> None:
-        if value < 0:
-            self.negative = True
-            self.low = min(self.low, value) if value < INT64_MIN else self.low
-        else:
-            self.high = max(self.high, value)
-
-    def kind(self) -> str:
-        if len(self.kinds) != 1:
-            return JSON  # mixed types (or only nulls): keep every value, as text
-        only = next(iter(self.kinds))
-        if only in (int, list):
-            if self.low == 0 and self.high == 0:
-                return S64 if only is int else S64_ARRAY
-            if not self.negative and self.high <= UINT64_MAX:
-                return U64 if only is int else U64_ARRAY
-            return JSON
-        return {float: DOUBLE, str: STRING, bool: BOOL}.get(only, JSON)
-
-
-@dataclass(frozen=True)
-class FieldLayout:
-    """One payload member of an event class: the canonical key, the CTF member name, its kind.
-
-    Arrays carry a length member (``length_name``) unless every value had the same length
-    (``static_length``), which is written as a fixed-size array like LTTng's ``_args[6]``.
-    """
-
-    key: str
-    name: str
-    kind: str
-    static_length: int | None = None
-    length_name: str | None = None
-
-
-def _member_name(key: str) -> str:
-    """A valid CTF identifier for a payload key (they nearly always are already)."""
-    if _IDENTIFIER.match(key):
-        return key
-    name = re.sub(r"[^A-Za-z0-9_]", "_", key)
-    return name if _IDENTIFIER.match(name) else "_" + name
-
-
-class LayoutCollector:
-    """Pass 1: learns event classes, CPUs and the time range while the rows stream past."""
-
-    def __init__(self) -> None:
-        self.stats: dict[str, dict[str, _FieldStats]] = {}
-        self.seen: dict[str, int] = {}  # events per name
-        self.cpus: set[int] = set()
-        self.first_ts: int | None = None
-        self.last_ts: int | None = None
-        self.rows = 0
-
-    def observe(self, batch: pa.RecordBatch) -> None:
-        columns = [batch.column(name).to_pylist() for name in ("ts", "cpu", "event", "ret", "payload")]
-        for ts, cpu, event, ret, payload in zip(*columns):
-            if self.last_ts is not None and ts < self.last_ts:
-                raise TraceFormatError(
-                    None, f"row {self.rows}", f"ts {ts} is before the previous row's {self.last_ts}: "
-                    "CTF needs events in time order; sort the trace first",
-                )
-            if self.first_ts is None:
-                self.first_ts = ts
-            self.last_ts = ts
-            if cpu is not None and cpu < 0:
-                raise TraceFormatError(None, f"row {self.rows}", f"negative cpu {cpu}")
-            self.cpus.add(cpu or 0)
-            try:
-                fields = event_fields(ret, payload)
-            except ValueError as exc:
-                raise TraceFormatError(None, f"row {self.rows}", str(exc)) from None
-            stats = self.stats.setdefault(event, {})
-            count = self.seen.get(event, 0)
-            for key, value in fields.items():
-                entry = stats.get(key)
-                if entry is None:
-                    entry = stats[key] = _FieldStats(absent=count > 0)
-                entry.observe(value)
-            if len(fields) < len(stats):
-                for key, entry in stats.items():
-                    if key not in fields:
-                        entry.absent = True
-            self.seen[event] = count + 1
-            self.rows += 1
-
-    def layouts(self) -> dict[str, list[FieldLayout]]:
-        """Per event name, its payload members in writing order."""
-        return {event: _layout(stats) for event, stats in self.stats.items()}
-
-
-def _layout(stats: dict[str, _FieldStats]) -> list[FieldLayout]:
-    keys = sorted(stats)
-    if "ret" in stats:  # canonical ret leads, as in LTTng's syscall_exit_* events
-        keys.remove("ret")
-        keys.insert(0, "ret")
-    kinds = {key: stats[key].kind() for key in keys}
-    arrays = {key for key, kind in kinds.items() if kind in (S64_ARRAY, U64_ARRAY)}
-    # A key "_x_length" next to an array "x" is the array's length (a CTF reader keeps
-    # sequence lengths as fields): it becomes the array's length member, not a field of its own.
-    lengths = {length_field_name(key): key for key in arrays if length_field_name(key) in stats}
-    layout, used = [], set()
-    for key in keys:
-        if key in lengths:
-            continue
-        name = _member_name(key)
-        while name in used:
-            name += "_"
-        used.add(name)
-        kind = kinds[key]
-        if key in arrays:
-            sizes = stats[key].list_lengths
-            if key not in lengths.values() and len(sizes) == 1 and not stats[key].absent:
-                layout.append(FieldLayout(key, name, kind, static_length=next(iter(sizes))))
-                continue
-            length_name = length_field_name(name)
-            used.add(length_name)
-            layout.append(FieldLayout(key, name, kind, length_name=length_name))
-        else:
-            layout.append(FieldLayout(key, name, kind))
-    return layout
 
 
 # --- pass 2: the bt2 graph ----------------------------------------------------------------------
@@ -531,50 +342,3 @@ def fix_metadata(metadata: Path) -> None:
     if not renamed and not re.search(r"\bcpu_id;", text):
         raise TraceSynthError(f"{metadata}: no cpu_id field in the packet context")
     metadata.write_text(text, encoding="utf-8")
-
-
-# --- the sink -----------------------------------------------------------------------------------
-
-
-class CtfSink(SinkWriter):
-    format = "ctf"
-    description = "CTF 1.8 trace directory (LTTng kernel layout: one stream per CPU), via babeltrace2"
-    suffixes = ()
-    directory = True
-
-    def write(self, batches: Iterable[pa.RecordBatch], meta: MetaArg, path: Path) -> int:
-        path = Path(path)
-        with tempfile.TemporaryDirectory(prefix=TMP_PREFIX + "ctf-spill-", dir=path.parent) as spill_dir:
-            spill = Path(spill_dir) / "events.parquet"
-            collector = LayoutCollector()
-            with pq.ParquetWriter(spill, SCHEMA, compression="zstd") as writer:
-                for batch in batches:
-                    if batch.num_rows:
-                        batch = pa.RecordBatch.from_arrays(batch.columns, schema=SCHEMA)
-                        collector.observe(batch)
-                        writer.write_batch(batch)
-            final_meta = resolve_meta(meta)
-            first = collector.first_ts or 0
-            plan = _Plan(
-                spill=spill,
-                meta=final_meta,
-                layouts=collector.layouts(),
-                cpus=sorted(collector.cpus) or [0],
-                offset_s=first // NS_PER_S,
-                last_ts=collector.last_ts or 0,
-            )
-            # sink.ctf.fs in single-trace mode writes into a directory it creates itself.
-            if path.exists():
-                path.rmdir()
-            _run_graph(plan, path)
-            del plan
-            metadata = path / "metadata"
-            if not metadata.exists():  # sink.ctf.fs writes it when the trace object dies
-                gc.collect()  # in case a reference cycle still holds it
-            if not metadata.exists():
-                raise TraceSynthError(f"{path}: babeltrace2 wrote no CTF metadata")
-            fix_metadata(metadata)
-        return collector.rows
-
-
-__all__ = ["CtfSink", "FieldLayout", "LayoutCollector", "event_fields", "fix_metadata"]
