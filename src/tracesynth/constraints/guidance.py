@@ -20,6 +20,7 @@ Everything is vectorized over the window (a few hundred microseconds for 4096 ev
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from tracesynth.constraints import syscall_table as sc
 from tracesynth.constraints.rules import select_rules
@@ -81,7 +82,11 @@ class ConstraintGuide:
     def _decode(self, partial):
         events = partial["event"]
         decided = np.asarray(partial["decided"], bool)
-        codes = np.fromiter((self._code(e) for e in events), np.int64, len(events))
+        # Factorise the names (hashing in C), then look up only the distinct ones: a per-element
+        # Python loop over 4,096 names was a tenth of guided sampling's time.
+        labels, uniques = pd.factorize(np.asarray(events, dtype=object), use_na_sentinel=True)
+        table = np.array([self._code(u) for u in uniques] + [-1], np.int64)
+        codes = table[labels]  # label -1 (None) → the trailing -1
         codes[~decided] = -1
         kind_t, scid_t, dom_t, flag_t = self._arrays()
         kind, scid, dom, flags = kind_t[codes], scid_t[codes], dom_t[codes], flag_t[codes]
