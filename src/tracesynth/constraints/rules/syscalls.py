@@ -163,8 +163,10 @@ class SyscallPairing(Rule):
                 a = int(prev_of[row])
                 pending = view.syscall_names[view.scid[a]]
                 ev = counterpart(view.ev_names[view.ev_code[a]], ENTRY, pending)
-                edits.append(Edit("insert", row, self.name, None,
-                                  inserted(view, row, ev, sc.default_ret(pending))))
+                # A trace without return values (a light model's) gets none: a value here would
+                # make the ret channel "present" and every other exit then lacks one.
+                ret = sc.default_ret(pending) if view.has_ret else None
+                edits.append(Edit("insert", row, self.name, None, inserted(view, row, ev, ret)))
             elif code == MISMATCH:
                 a = int(prev_of[row])
                 pending = view.syscall_names[view.scid[a]]
