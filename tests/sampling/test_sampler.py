@@ -129,3 +129,15 @@ def test_corrector_redraws_only_generated_tokens_and_stays_seeded(full_model):
         assert (corrected[ch] < encoder.vocab_sizes()[ch]).all()
     assert any((plain[ch] != corrected[ch]).any() for ch in codes)  # it did redraw something
     assert all((run(3)[ch] == corrected[ch]).all() for ch in codes)
+
+
+def test_a_guide_can_keep_to_re_masking(full_model):
+    from tracesynth.constraints import ConstraintGuide
+
+    model, encoder, real = full_model
+    top = real.to_pandas()["event"].value_counts().index[0]
+    guide = RuleOutEvent(top)
+    guide.rule_out_names = False  # as ConstraintGuide() by default
+    generate(model, encoder, 100, "bug", steps=2, seed=2, guide=guide)
+    assert guide.masks == 0 and guide.partials
+    assert ConstraintGuide().rule_out_names is False and ConstraintGuide(rule_out_names=True).rule_out_names

@@ -96,8 +96,9 @@ def sample_window(
     `known_mask[ch]` is True; everything else is generated. `banned[ch]` lists classes never
     to draw (e.g. "no event name"). `offset`: the index in the trace of the window's first
     event (None: unknown, far from the start; `at_start` alone means 0). With a guide that
-    has `allowed_event_mask` and `event_names` (the event channel's class names), event names
-    that would break a rule given the events already decided are ruled out before drawing."""
+    has `allowed_event_mask` (and does not set `rule_out_names = False`) and `event_names` (the
+    event channel's class names), event names that would break a rule given the events
+    already decided are ruled out before drawing."""
     if steps < 1:
         raise ValueError("steps must be at least 1")
     device = next(model.parameters()).device
@@ -117,7 +118,8 @@ def sample_window(
     offsets = None if offset is None else torch.full((len(labels),), int(offset), device=device)
     grid = time_points(steps, time_grid)
     rule_out = (guide is not None and partial_fn is not None and event_names is not None
-                and "event" in model.channels and callable(getattr(guide, "allowed_event_mask", None)))
+                and "event" in model.channels and callable(getattr(guide, "allowed_event_mask", None))
+                and getattr(guide, "rule_out_names", True))
     def reveal(t: float, p_reveal: float) -> None:
         """One reverse step at time t: reveal (an expected share `p_reveal` of) the masked tokens."""
         masked = {ch: torch.nonzero(x[ch][0] == mask_ids[ch]).flatten() for ch in model.channels}
