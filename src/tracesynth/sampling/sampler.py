@@ -10,8 +10,9 @@ probability; optional Gumbel noise `rank_noise`·t as in MaskGIT, Chang et al. 2
 revealed together are drawn independently, so revealing the well-determined ones first (next to
 known events) avoids contradictions far from any context. The rank uses the distribution, not
 the drawn value, so it does not favour frequent values; the drawn values are still samples. Known tokens are clamped throughout; a guide may send positions back
-to MASK. Only positions revealed at a step go through the output heads, and a step that reveals
-nothing skips the network altogether.
+to MASK (and, if it asks to, rule event names out before they are drawn). Optional corrector
+steps afterwards re-mask and redraw the least likely generated tokens. Only positions revealed
+at a step go through the output heads, and a step that reveals nothing skips the network.
 """
 
 from __future__ import annotations
@@ -61,13 +62,11 @@ def _guided_logits(model: Denoiser, hidden: torch.Tensor, channel: str, guidance
     return logits[0]
 
 
-def _allowed_events(x, model, mask_ids, guide, partial_fn, event_names) -> np.ndarray:
-    """bool[L, V_event]: the event names each position may take given the decided events
-    (before this step's draws): the guide's `allowed_event_mask`, with banned classes left to
-    the `banned` list."""
+def _partial(x, model, mask_ids, partial_fn) -> dict[str, np.ndarray]:
+    """The window as a guide reads it: decided codes decoded to canonical terms."""
     codes = {ch: x[ch][0].cpu().numpy() for ch in model.channels}
     decided = {ch: codes[ch] != mask_ids[ch] for ch in model.channels}
-    return np.asarray(guide.allowed_event_mask(partial_fn(codes, decided), event_names), dtype=bool)
+    return partial_fn(codes, decided)
 
 
 @torch.inference_mode()
@@ -120,6 +119,7 @@ def sample_window(
     rule_out = (guide is not None and partial_fn is not None and event_names is not None
                 and "event" in model.channels and callable(getattr(guide, "allowed_event_mask", None))
                 and getattr(guide, "rule_out_names", True))
+
     def reveal(t: float, p_reveal: float) -> None:
         """One reverse step at time t: reveal (an expected share `p_reveal` of) the masked tokens."""
         masked = {ch: torch.nonzero(x[ch][0] == mask_ids[ch]).flatten() for ch in model.channels}
@@ -135,7 +135,10 @@ def sample_window(
             return
         batch = {ch: x[ch].expand(len(labels), -1) for ch in model.channels}
         hidden = model.hidden(batch, torch.full((len(labels),), t, device=device), labels, offset=offsets)
-        allowed = _allowed_events(x, model, mask_ids, guide, partial_fn, event_names) if rule_out else None
+        allowed = None
+        if rule_out:  # bool[L, V_event]: names each position may take given what is decided
+            allowed = np.asarray(guide.allowed_event_mask(_partial(x, model, mask_ids, partial_fn), event_names),
+                                 dtype=bool)
         drawn = []  # (channel, positions, tokens, confidence)
         for ch in model.channels:
             idx = candidates[ch]
@@ -181,9 +184,7 @@ def sample_window(
         t, s = grid[i], grid[i + 1]
         reveal(t, schedule.unmask_probability(t, s))
         if guide is not None and partial_fn is not None and i < steps - 1:
-            codes_np = {ch: x[ch][0].cpu().numpy() for ch in model.channels}
-            decided = {ch: codes_np[ch] != mask_ids[ch] for ch in model.channels}
-            bad = np.asarray(guide.violating_positions(partial_fn(codes_np, decided)), dtype=bool)
+            bad = np.asarray(guide.violating_positions(_partial(x, model, mask_ids, partial_fn)), dtype=bool)
             bad &= ~any_clamped
             if bad.any():
                 remask(torch.as_tensor(np.nonzero(bad)[0], device=device))
