@@ -14,18 +14,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tracesynth.model.denoiser import rotary
+from tracesynth.model.denoiser import GlobalBlock, rotary
 
 
-class CausalBlock(nn.Module):
+class CausalBlock(GlobalBlock):
+    """The denoiser's transformer block (same layers, MLP 4x wide), run causally with a KV cache."""
+
     def __init__(self, width: int, heads: int):
-        super().__init__()
-        self.heads = heads
-        self.norm1 = nn.LayerNorm(width)
-        self.qkv = nn.Linear(width, 3 * width)
-        self.proj = nn.Linear(width, width)
-        self.norm2 = nn.LayerNorm(width)
-        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+        super().__init__(width, heads, mlp_ratio=2)
 
     def forward(self, x, cos, sin, cache=None):
         b, n, d = x.shape
