@@ -105,19 +105,7 @@ class TraceSynth(Generator):
                  guidance_scale: float | None = None, constraints: str | None = None,
                  on_progress=None) -> Trace:
         """`sample` with per-call overrides and a progress callback (used by the CLI)."""
-        from tracesynth.sampling import generate
-
-        single_thread = self.single_thread()
-        guide, repair = constraint_tools(constraints or self.constraints, single_thread)
-        # Repair may drop events (an orphan exit): draw a margin, repair, then cut to size.
-        margin = 0 if repair is None else max(64, n_events // 20)
-        trace = generate(self.model_, self.encoder_, n_events + margin, workload,
-                         steps=steps or self.sample_steps,
-                         guidance_scale=self.guidance_scale if guidance_scale is None else guidance_scale,
-                         temperature=self.temperature, prefix_fraction=self.prefix_fraction, seed=seed,
-                         guide=guide, on_progress=on_progress, corrector_steps=self.corrector_steps)
-        if single_thread:  # so `check` (and the evaluation's validity) read it as one thread too
-            trace.meta.extra["threads"] = 1
+        trace, repair = self.draw(n_events, workload, seed, steps, guidance_scale, constraints, on_progress)
         if repair is not None:
             fixed, edits = repair(trace)
             if len(fixed) < n_events:
@@ -126,6 +114,28 @@ class TraceSynth(Generator):
             trace.meta.extra["repair_edits"] = len(edits)
             trace.meta.extra["constraints"] = constraints or self.constraints
         return trace
+
+    def draw(self, n_events: int, workload: str, seed: int, steps: int | None = None,
+             guidance_scale: float | None = None, constraints: str | None = None,
+             on_progress=None) -> tuple[Trace, object]:
+        """The sampler's raw output for a constraints mode, before repair (guided in `guided`
+        mode), and the repair function that mode applies (None for `none`). Where repair
+        follows, the trace has a margin of extra events, since repair may drop some (an
+        orphan exit); `generate` repairs and cuts to size. Kept apart so that benchmarks can
+        count what the sampler alone got wrong."""
+        from tracesynth.sampling import generate
+
+        single_thread = self.single_thread()
+        guide, repair = constraint_tools(constraints or self.constraints, single_thread)
+        margin = 0 if repair is None else max(64, n_events // 20)
+        trace = generate(self.model_, self.encoder_, n_events + margin, workload,
+                         steps=steps or self.sample_steps,
+                         guidance_scale=self.guidance_scale if guidance_scale is None else guidance_scale,
+                         temperature=self.temperature, prefix_fraction=self.prefix_fraction, seed=seed,
+                         guide=guide, on_progress=on_progress, corrector_steps=self.corrector_steps)
+        if single_thread:  # so `check` (and the evaluation's validity) read it as one thread too
+            trace.meta.extra["threads"] = 1
+        return trace, repair
 
     def single_thread(self) -> bool:
         """Whether this model's traces, having no thread ids, are checked, guided and repaired
