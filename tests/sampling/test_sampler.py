@@ -141,3 +141,20 @@ def test_a_guide_can_keep_to_re_masking(full_model):
     generate(model, encoder, 100, "bug", steps=2, seed=2, guide=guide)
     assert guide.masks == 0 and guide.partials
     assert ConstraintGuide().rule_out_names is False and ConstraintGuide(rule_out_names=True).rule_out_names
+
+
+def test_start_temperature_applies_to_the_trace_start_only(full_model):
+    model, encoder, real = full_model
+    codes, _ = _window(encoder, real)
+    none = {ch: np.zeros(64, dtype=bool) for ch in codes}
+    run = lambda offset, **kw: sample_window(model, codes, none, 0, steps=4, offset=offset,  # noqa: E731
+                                             generator=torch.Generator().manual_seed(3), **kw)
+    # Far from the start (past the trace-position embedding), the start temperature changes nothing.
+    far = model.config.trace_positions + 100
+    assert all((run(far, start_temperature=0.05)[ch] == run(far)[ch]).all() for ch in codes)
+    # A window at the trace's start is drawn wholly at the start temperature.
+    cold_start = run(0, start_temperature=0.05)
+    assert all((cold_start[ch] == run(0, temperature=0.05)[ch]).all() for ch in codes)
+    assert any((cold_start[ch] != run(0)[ch]).any() for ch in codes)
+    with pytest.raises(ValueError, match="start temperature"):
+        run(0, start_temperature=0.0)

@@ -99,6 +99,11 @@ def generate(
     corrector_steps: int = typer.Option(0, "--corrector-steps",
                                         help="After the steps, redraw the least likely 5% of events this many "
                                              "times (fewer contradictions, slower)."),
+    temperature: float = typer.Option(None, "--temperature",
+                                      help="Sampling temperature (default: the model's, 1.0 unless trained otherwise)."),
+    start_temperature: float = typer.Option(None, "--start-temperature",
+                                            help="Temperature for the trace's first 512 events, its start-up "
+                                                 "(default: the model's, 0.25)."),
     constraints: str = typer.Option("guided", "--constraints", help="none, repair, or guided (guide + repair)."),
     format: str = typer.Option(None, "-f", "--format", help="parquet, csv, jsonl, text or ctf."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
@@ -113,6 +118,13 @@ def generate(
     if corrector_steps < 0:
         raise ConfigError(f"--corrector-steps must be >= 0, got {corrector_steps}")
     gen.corrector_steps = corrector_steps
+    for flag, value in (("--temperature", temperature), ("--start-temperature", start_temperature)):
+        if value is not None and value <= 0:
+            raise ConfigError(f"{flag} must be positive, got {value}")
+    if temperature is not None:
+        gen.temperature = temperature
+    if start_temperature is not None:
+        gen.start_temperature = start_temperature
     if n_events <= 0:
         raise ConfigError(f"-n must be positive, got {n_events}")
     if workload is None:

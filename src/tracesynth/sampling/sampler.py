@@ -28,10 +28,13 @@ from tracesynth.model.noise import MaskingSchedule
 PartialFn = Callable[[dict[str, np.ndarray], dict[str, np.ndarray]], dict[str, np.ndarray]]
 
 
-def _draw(logits: torch.Tensor, generator: torch.Generator, temperature: float) -> torch.Tensor:
+def _draw(logits: torch.Tensor, generator: torch.Generator, temperature: float | torch.Tensor) -> torch.Tensor:
     """One class per row from softmax(logits / temperature) by inverse CDF: one uniform number
-    per row instead of one per class (Gumbel-max), which matters with 200-class heads."""
-    if temperature <= 0:
+    per row instead of one per class (Gumbel-max), which matters with 200-class heads.
+    `temperature` is one number, or one per row (all positive)."""
+    if isinstance(temperature, torch.Tensor):
+        temperature = temperature.to(logits.device, torch.float32)[:, None]
+    elif temperature <= 0:
         return logits.argmax(-1)
     probs = torch.softmax(logits.float() / temperature, dim=-1)
     cdf = probs.cumsum(-1)
@@ -90,6 +93,7 @@ def sample_window(
     event_names: list | None = None,
     corrector_steps: int = 0,
     corrector_fraction: float = 0.05,
+    start_temperature: float | None = None,
 ) -> dict[str, np.ndarray]:
     """Codes for one window (numpy int64 per channel). `known[ch]` holds codes where
     `known_mask[ch]` is True; everything else is generated. `banned[ch]` lists classes never
@@ -97,9 +101,12 @@ def sample_window(
     event (None: unknown, far from the start; `at_start` alone means 0). With a guide that
     has `allowed_event_mask` (and does not set `rule_out_names = False`) and `event_names` (the
     event channel's class names), event names that would break a rule given the events
-    already decided are ruled out before drawing."""
+    already decided are ruled out before drawing. `start_temperature` (with a known offset)
+    replaces `temperature` for the events among the trace's first `trace_positions`."""
     if steps < 1:
         raise ValueError("steps must be at least 1")
+    if start_temperature is not None and start_temperature <= 0:
+        raise ValueError("start temperature must be positive")
     device = next(model.parameters()).device
     generator = generator or torch.Generator().manual_seed(0)
     schedule = MaskingSchedule()
@@ -116,6 +123,17 @@ def sample_window(
         offset = 0
     offsets = None if offset is None else torch.full((len(labels),), int(offset), device=device)
     grid = time_points(steps, time_grid)
+    early_until = -1  # window positions before this one are among the trace's first events
+    if start_temperature is not None and offset is not None:
+        early_until = model.config.trace_positions - int(offset)
+
+    def temperature_of(idx: torch.Tensor) -> float | torch.Tensor:
+        if early_until <= 0 or temperature <= 0:
+            return temperature
+        early = idx < early_until
+        if not bool(early.any()):
+            return temperature
+        return torch.where(early.cpu(), torch.tensor(float(start_temperature)), torch.tensor(float(temperature)))
     rule_out = (guide is not None and partial_fn is not None and event_names is not None
                 and "event" in model.channels and callable(getattr(guide, "allowed_event_mask", None))
                 and getattr(guide, "rule_out_names", True))
@@ -151,7 +169,7 @@ def sample_window(
                 rows = allowed[idx.cpu().numpy()]
                 rows[~rows.any(1)] = True  # nothing allowed: leave it to the re-mask and repair
                 logits[torch.as_tensor(~rows, device=logits.device)] = float("-inf")
-            tokens = _draw(logits, generator, temperature)
+            tokens = _draw(logits, generator, temperature_of(idx))
             confidence = None
             if order != "random":
                 # How determined the position is (its most likely class), not how likely the
