@@ -94,3 +94,23 @@ def test_a_classifier_that_never_splits_gives_no_score(monkeypatch):
     small, periodic = _enc(chain_trace(6000, seed=1), cycle_trace(40_000, period=8))
     result = longrange.discriminative(periodic, small, seeds=[0], lengths=[512])["512"]
     assert result["available"] is False and "one class" in result["reason"]
+
+
+def test_a_trace_without_thread_ids_is_judged_on_the_channels_it_has():
+    # A `light` generator writes no tid or cpu. Against a real run, windows must not be told
+    # apart by that column alone: the same real events with tid/cpu blanked score like real.
+    import dataclasses
+
+    import tracesynth.datasets as ds
+
+    runs = [ds.load("gzip", run=r).slice(0, 30_000) for r in (1, 2)]
+    vocab = Vocabulary.from_traces(runs)
+    real, other = ([encode(t, vocab)] for t in runs)
+    blind = [dataclasses.replace(other[0], tid=np.full(len(other[0]), -1), cpu=np.full(len(other[0]), -1))]
+    assert longrange.compared_channels(real, other) == ("tid", "cpu")
+    assert longrange.compared_channels(real, blind) == ()
+    fair = longrange.discriminative(real, blind, seeds=[0], lengths=[512])["512"]["accuracy_mean"]
+    same_features = longrange.discriminative(real, other, seeds=[0], lengths=[512], channels=())["512"]
+    assert fair == same_features["accuracy_mean"]  # blanking == judging the real pair without tid/cpu
+    forced = longrange.discriminative(real, blind, seeds=[0], lengths=[512], channels=("tid", "cpu"))["512"]
+    assert forced["accuracy_mean"] > 0.95 > fair  # what the score used to be: the missing column

@@ -101,14 +101,16 @@ def _figures(name: str, per: dict) -> list[tuple[str, str]]:
         timed = [disc[side][str(k)]["timed"]["accuracy_mean"] for k in lengths]
         axes[0].plot(lengths, timed, ":", marker=".", label=f"{label}, with timing")
     axes[0].axhline(0.5, color="grey", lw=0.8)
-    if not any(v["accuracy_mean"] is not None for side in disc.values() for v in side.values()):
+    sides = ("synthetic_vs_real", "real_vs_real")
+    if not any(v["accuracy_mean"] is not None for side in sides for v in disc[side].values()):
         axes[0].text(0.5, 0.5, "not available: too few windows per side (see report.json reasons)",
                      ha="center", va="center", transform=axes[0].transAxes)
     else:
         axes[0].set_xscale("log", base=2)  # a log axis needs at least one plotted length
     axes[0].set_ylim(0.3, 1.05)
     axes[0].set_xlabel("window length (events)")
-    axes[0].set_title("discriminative accuracy (0.5 = indistinguishable)")
+    compared = ", ".join(disc.get("channels", ["tid", "cpu"])) or "no thread/CPU"
+    axes[0].set_title(f"discriminative accuracy (0.5 = indistinguishable; {compared} features)")
     axes[0].legend()
     priv = per["privacy"]
     ks = list(priv["synthetic"]["kgram_copy_share"])

@@ -282,11 +282,14 @@ def _evaluate(train, test, synthetic, *, seeds, quick, workload, on_step) -> dic
             }
         step(f"{name}: discriminative")
         with watch.section("discriminative"):
+            # the floor on the same features: the channels the synthetic trace has
+            channels = longrange.compared_channels(enc_syn, enc_test)
             per["long_range"]["discriminative"] = {
                 "synthetic_vs_real": longrange.discriminative(enc_syn, enc_test, config.seeds,
-                                                              config.discriminative_lengths),
+                                                              config.discriminative_lengths, channels),
                 "real_vs_real": longrange.discriminative(enc_train, enc_test, config.seeds,
-                                                         config.discriminative_lengths),
+                                                         config.discriminative_lengths, channels),
+                "channels": list(channels),
             }
         step(f"{name}: privacy")
         with watch.section("privacy"):
