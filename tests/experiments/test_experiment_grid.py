@@ -49,3 +49,15 @@ def test_custom_channel_list_gets_a_file_safe_id():
                                                   "constraints": ["none"], "seeds": [0]}})
     (cell,) = enumerate_cells(config, ["tar"])
     assert cell.cell_id == "tracesynth__tar__event-dt-tid__ctx256__none__seed0"
+
+
+def test_seeds_can_share_one_trained_model():
+    grid = {"channels": ["light"], "contexts": [4096], "constraints": ["none", "guided"], "seeds": [0, 1, 2]}
+    each = enumerate_cells(ExperimentConfig.from_dict({"grid": grid}), ["gzip"])
+    shared = enumerate_cells(ExperimentConfig.from_dict({"grid": {**grid, "retrain_per_seed": False}}), ["gzip"])
+    assert len(model_groups(each)) == 3
+    ((model_id, cells),) = model_groups(shared)  # one training, six sampled cells
+    assert model_id == "tracesynth__gzip__light__ctx4096__seed0" and len(cells) == 6
+    assert sorted(c.seed for c in cells) == [0, 0, 1, 1, 2, 2] and {c.training_seed for c in cells} == {0}
+    # cell ids (one result file per sampling seed) do not change
+    assert [c.cell_id for c in shared] == [c.cell_id for c in each]

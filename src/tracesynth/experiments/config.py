@@ -43,6 +43,10 @@ class GridConfig:
     contexts: list[int] = field(default_factory=lambda: [256, 1024, 4096, 16384])
     constraints: list[str] = field(default_factory=lambda: ["none", "repair", "guided"])
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    # False: every seed samples from the model trained with the first seed, so the intervals
+    # measure sampling variation only (one training per model instead of one per seed: what
+    # fits a 2-core machine); True: each seed trains its own model.
+    retrain_per_seed: bool = True
 
 
 @dataclass

@@ -24,6 +24,7 @@ class Cell:
     channels: str | None = None
     context: int | None = None
     constraints: str = "none"
+    model_seed: int | None = None  # the seed its model was trained with (None: `seed`)
 
     @property
     def cell_id(self) -> str:
@@ -40,8 +41,12 @@ class Cell:
         """Cells with the same model_id share one trained model."""
         if self.generator == TRACESYNTH:
             return "__".join([self.generator, self.workload, _safe(self.channels), f"ctx{self.context}",
-                              f"seed{self.seed}"])
+                              f"seed{self.training_seed}"])
         return self.cell_id
+
+    @property
+    def training_seed(self) -> int:
+        return self.seed if self.model_seed is None else self.model_seed
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -56,12 +61,14 @@ def enumerate_cells(config: ExperimentConfig, workloads: list[str]) -> list[Cell
     cells of the same workload and seed (so a partial run already compares like with like)."""
     grid = config.grid
     cells: list[Cell] = []
+    shared = None if grid.retrain_per_seed else grid.seeds[0]
     for seed in grid.seeds:
         for workload in workloads:
             for context in grid.contexts:
                 for channels in grid.channels:
                     for mode in grid.constraints:
-                        cells.append(Cell(TRACESYNTH, workload, seed, channels, context, mode))
+                        cells.append(Cell(TRACESYNTH, workload, seed, channels, context, mode,
+                                          None if shared in (None, seed) else shared))
             for peer in config.peers:
                 cells.append(Cell(peer.display, workload, seed))
     return cells

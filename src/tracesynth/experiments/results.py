@@ -181,7 +181,11 @@ def render_markdown(frame: pd.DataFrame, run: dict | None = None, plots: list | 
         out.append(f"Split: train on runs {data.get('train_runs')}, test on runs {data.get('test_runs')} "
                    f"(first {data.get('max_train_events') or 'all'} / {data.get('max_test_events') or 'all'} events per run); "
                    "each cell generates as many events as its held-out runs hold.")
-    out += ["", "Values are mean ± 95% CI half-width over seeds (no ± when only one seed finished). "
+    over = "seeds"
+    if not config.get("grid", {}).get("retrain_per_seed", True):
+        over = ("sampling seeds: every seed samples from one model per cell, trained with the first seed, "
+                "so the intervals show sampling variation, not training variation")
+    out += ["", f"Values are mean ± 95% CI half-width over {over} (no ± when only one seed finished). "
             "TSTR = next-event macro-F1 of the fixed predictor trained on synthetic, tested on the real held-out run; "
             "TRTR = the same trained on the real training runs. disc = real-vs-synthetic window classifier accuracy "
             "(0.5 = indistinguishable; floor = real run vs real run). Column definitions: docs/experiments.md.", ""]
