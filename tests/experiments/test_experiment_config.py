@@ -46,6 +46,7 @@ def _write(tmp_path, text: str) -> Path:
     ("data:\n  max_test_events: 0\n", "data.max_test_events", "positive"),
     ("tracesynth:\n  train_steps: 2.5\n", "tracesynth.train_steps", "expected an integer"),
     ("tracesynth:\n  size: huge\n", "tracesynth.size", "huge"),
+    ("tracesynth:\n  start_rate: 1.5\n", "tracesynth.start_rate", "in [0, 1]"),
     ("peers:\n  - name: gan\n", "peers[0].name", "unknown peer"),
     ("peers:\n  - name: markov\n  - name: markov\n", "peers", "distinct"),
     ("evaluation:\n  predictor: gru\n", "evaluation.predictor", "quick"),

@@ -66,7 +66,8 @@ class TraceSynth(Generator):
                  train_steps: int = 1000, batch_size: int = 8, lr: float = 2e-3, sample_steps: int = 16,
                  guidance_scale: float = 1.0, temperature: float = 1.0, prefix_fraction: float = 0.25,
                  constraints: str = "none", device: str = "auto", random_state: int = 0,
-                 corrector_steps: int = 0, start_temperature: float | None = START_TEMPERATURE):
+                 corrector_steps: int = 0, start_temperature: float | None = START_TEMPERATURE,
+                 start_rate: float = 0.3):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -82,17 +83,19 @@ class TraceSynth(Generator):
         self.device = device
         self.corrector_steps = corrector_steps
         self.start_temperature = start_temperature
+        self.start_rate = start_rate
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
                 "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state",
-                "corrector_steps", "start_temperature")
+                "corrector_steps", "start_temperature", "start_rate")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
         model = ModelConfig(context=self.context, **size_config(self.size, self.channels))
         train = TrainConfig(steps=self.train_steps, batch_size=self.batch_size, lr=self.lr,
-                            seed=self.random_state, device=self.device, val_every=0, checkpoint_every=0)
+                            seed=self.random_state, device=self.device, val_every=0, checkpoint_every=0,
+                            start_rate=self.start_rate)
         return model, train
 
     def _fit(self, traces_by_workload: dict[str, list[Trace]]) -> None:
