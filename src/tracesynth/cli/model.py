@@ -49,8 +49,9 @@ def train(
     steps: int = typer.Option(1000, "--steps", help="Optimizer steps (total, also when resuming)."),
     batch_size: int = typer.Option(8, "--batch-size", help="Windows per step (global, over all processes)."),
     lr: float = typer.Option(2e-3, "--lr", help="Peak learning rate (warmup, then cosine)."),
-    start_rate: float = typer.Option(0.3, "--start-rate",
-                                     help="Share of training windows taken at a trace's first event."),
+    start_rate: float = typer.Option(None, "--start-rate",
+                                     help="Share of training windows taken at a trace's first event "
+                                          "(default: TrainConfig's, 0.3)."),
     seed: int = typer.Option(0, "--seed", help="Seed: same seed, same model on CPU."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the checkpoint in --out."),
@@ -66,7 +67,7 @@ def train(
     traces = load_training_data(data)
     train_cfg = TrainConfig(steps=steps, batch_size=batch_size, lr=lr, seed=seed, device=device,
                             val_every=val_every or steps, checkpoint_every=checkpoint_every,
-                            start_rate=start_rate)
+                            **({} if start_rate is None else {"start_rate": start_rate}))
     rank0 = int(os.environ.get("RANK", 0)) == 0
     start = time.perf_counter()
     with progress() as prog:

@@ -64,7 +64,7 @@ class TraceSynthSettings:
     size: str = "auto"
     sample_steps: int = 16
     device: str = "auto"
-    start_rate: float = 0.3  # share of training windows at a trace's first event
+    start_rate: float | None = None  # share of training windows at a trace's first event (None: TrainConfig's)
 
 
 @dataclass
@@ -264,7 +264,7 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
         _fail(source, "tracesynth.batch_events", f"must be at least 1, got {ts.batch_events}")
     if ts.sample_steps < 1:
         _fail(source, "tracesynth.sample_steps", f"must be at least 1, got {ts.sample_steps}")
-    if not 0.0 <= ts.start_rate <= 1.0:
+    if ts.start_rate is not None and not 0.0 <= ts.start_rate <= 1.0:
         _fail(source, "tracesynth.start_rate", f"must be in [0, 1], got {ts.start_rate}")
     if ts.lr <= 0:
         _fail(source, "tracesynth.lr", f"must be positive, got {ts.lr}")

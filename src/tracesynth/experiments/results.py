@@ -205,7 +205,7 @@ def _findings(ts: pd.DataFrame, ok: pd.DataFrame) -> list[str]:
     match = ["workload", "context", "seed"]
     # light vs full and the context gain compare `none` cells, or the only mode a grid sampled
     modes = sorted(set(ts["constraints"]))
-    ref = "none" if "none" in modes else modes[0] if len(modes) == 1 else "none"
+    ref = modes[0] if len(modes) == 1 else "none"
     out += [f"### Light vs full (constraints {ref})", ""]
     base = ts[ts["constraints"] == ref]
     if {"light", "full"} <= set(base["channels"]):

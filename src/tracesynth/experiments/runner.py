@@ -201,7 +201,7 @@ def _tracesynth(config: ExperimentConfig, cell: Cell, steps: int):
     return TraceSynth(channels=cell.channels, context=cell.context, size=ts.size, train_steps=steps,
                       batch_size=max(1, ts.batch_events // cell.context), lr=ts.lr, sample_steps=ts.sample_steps,
                       device=ts.device, constraints="none", random_state=cell.training_seed,
-                      start_rate=ts.start_rate)
+                      **({} if ts.start_rate is None else {"start_rate": ts.start_rate}))
 
 
 def _trained_tracesynth(config, cell, steps, split, out_dir, on_progress):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tracesynth.errors import ConfigError
 from tracesynth.generators.base import Generator
-from tracesynth.model.config import ModelConfig, TrainConfig, size_config
+from tracesynth.model.config import START_RATE, ModelConfig, TrainConfig, size_config
 from tracesynth.schema import Trace
 
 CONSTRAINT_MODES = ("none", "repair", "guided")
@@ -67,7 +67,7 @@ class TraceSynth(Generator):
                  guidance_scale: float = 1.0, temperature: float = 1.0, prefix_fraction: float = 0.25,
                  constraints: str = "none", device: str = "auto", random_state: int = 0,
                  corrector_steps: int = 0, start_temperature: float | None = START_TEMPERATURE,
-                 start_rate: float = 0.3):
+                 start_rate: float = START_RATE):
         super().__init__(random_state)
         self.channels = channels
         self.context = context

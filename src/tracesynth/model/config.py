@@ -75,6 +75,11 @@ def size_config(size: str, channels) -> dict:
     return dict(SIZES[size])
 
 
+# Default share of training windows that begin at a trace's first event (`TraceSynth` takes its
+# default from here; the CLI and experiment configs leave it to TrainConfig when not given).
+START_RATE = 0.3
+
+
 @dataclass
 class TrainConfig:
     steps: int = 1000            # default: ~5.5 min on 2 idle CPU cores for one workload, context 4096
@@ -87,7 +92,7 @@ class TrainConfig:
     loss_weighting: str = "elbo"  # "elbo" (1/t, MDLM) or "uniform" (MaskGIT-style)
     prefix_rate: float = 0.25     # share of windows whose first `prefix_length` events stay clean
     prefix_length: float = 0.25   # (the continuation task the window-by-window sampler poses)
-    start_rate: float = 0.3       # share of windows taken at the very start of a trace (start flag on)
+    start_rate: float = START_RATE  # share of windows taken at the very start of a trace (start flag on)
     val_fraction: float = 0.1     # tail of each trace held out for validation windows
     val_every: int = 100
     val_windows: int = 8
