@@ -91,3 +91,23 @@ def test_repair_of_a_trace_without_return_values_adds_none():
     assert not check(out, RULE).violated
     assert [(e["op"], e["row"]) for e in log] == [("insert", 3), ("insert", 4)]  # open, close exits; nothing else
     assert not out.to_pandas()["ret"].notna().any()
+
+
+def test_repairing_a_light_trace_leaves_its_tids_unknown(gzip_run):
+    """The single-thread assumption is the rules' view, not data: rows the repair inserts into
+    a light trace keep a null tid (a tid of 1 on them alone made later repair cycles, and the
+    discriminative score, see a tid channel the model never produced)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from tracesynth import Trace
+
+    light = gzip_run.events.select(["ts", "event"]).slice(0, 4000)
+    exits = np.flatnonzero(np.char.startswith(np.array(light.column("event").to_pylist()), "syscall_exit_"))
+    keep = np.setdiff1d(np.arange(light.num_rows), exits[::7])  # every 7th exit lost
+    broken = Trace(light.take(pa.array(keep)), gzip_run.meta)
+    assert check(broken, RULE).rule("syscall-pairing").count > 0
+    out, log = repair(broken, RULE)
+    assert any(e["op"] == "insert" for e in log)
+    assert out.column("tid").null_count == len(out)
+    assert check(out, RULE).rule("syscall-pairing").count == 0

@@ -84,8 +84,10 @@ class TraceView:
         self.cpu = _nullable_ints(table.column("cpu"))
         self.tid = _nullable_ints(table.column("tid"))
         self.pid = _nullable_ints(table.column("pid"))
-        if single_thread and self.n and not (self.tid >= 0).any():
-            # A light trace of one thread (event + ts only): per-thread rules see thread 1.
+        # A light trace of one thread (event + ts only): per-thread rules see thread 1, but
+        # that thread is the rules' assumption, not data: rows it writes keep a null tid.
+        self.tid_assumed = bool(single_thread and self.n and not (self.tid >= 0).any())
+        if self.tid_assumed:
             self.tid = np.ones(self.n, np.int64)
         ret = table.column("ret")
         self.ret_valid = pc.is_valid(ret).to_numpy(zero_copy_only=False)
@@ -301,10 +303,14 @@ class TraceView:
         return {
             "row": int(self.origin[row]) if row < self.n else None,
             "ts": int(self.ts[row]),
-            "tid": int(self.tid[row]) if self.tid[row] >= 0 else None,
+            "tid": self.known_tid(row),
             "cpu": int(self.cpu[row]) if self.cpu[row] >= 0 else None,
             "event": self.ev_names[self.ev_code[row]],
         }
+
+    def known_tid(self, row: int) -> int | None:
+        """The row's tid as the trace has it (None when unknown or only assumed)."""
+        return None if self.tid_assumed or self.tid[row] < 0 else int(self.tid[row])
 
 
 def group_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -188,7 +188,7 @@ def inserted(view: TraceView, row: int, event: str, ret: int | None) -> dict:
     return {
         "ts": int(view.ts[row]),
         "cpu": int(view.cpu[row]) if view.cpu[row] >= 0 else None,
-        "tid": int(view.tid[row]) if view.tid[row] >= 0 else None,
+        "tid": view.known_tid(row),
         "pid": int(view.pid[row]) if view.pid[row] >= 0 else None,
         "procname": view.proc_names[view.proc_code[row]] if view.proc_code[row] >= 0 else None,
         "event": event,
