@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from toy_traces import CYCLE, STARTUP, startup_trace
+from tracesynth.errors import ConfigError
 from tracesynth.model.config import SIZES, ModelConfig, TrainConfig
 from tracesynth.model.denoiser import Denoiser
 from tracesynth.model.train import WindowSource, train
@@ -37,11 +38,12 @@ def test_start_flag_changes_the_denoiser_output():
 
 def test_configs_saved_before_the_flag_load_without_it():
     legacy = ModelConfig(vocab_sizes={"event": 5}).to_dict()
-    del legacy["start_flag"], legacy["trace_positions"]
+    del legacy["start_flag"], legacy["trace_positions"], legacy["trace_phases"], legacy["trace_phase_events"]
     assert ModelConfig.from_dict(legacy).start_flag is False
     assert ModelConfig.from_dict(legacy).trace_positions == 0
+    assert ModelConfig.from_dict(legacy).trace_phases == 0
     old = Denoiser(ModelConfig.from_dict(legacy))
-    assert old.start is None and old.trace_position is None
+    assert old.start is None and old.trace_position is None and old.trace_phase is None
 
 
 def test_trace_positions_start_as_a_no_op_and_end_in_one_far_class():
@@ -58,6 +60,23 @@ def test_trace_positions_start_as_a_no_op_and_end_in_one_far_class():
     assert torch.equal(hidden(8), hidden(None))  # every event at index >= 8 is "far"
     assert torch.equal(hidden(1000), hidden(None))
     assert not torch.allclose(hidden(0), hidden(1))
+
+
+def test_trace_phases_are_blocks_of_the_trace_and_end_in_one_far_class():
+    torch.manual_seed(0)
+    config = ModelConfig(vocab_sizes={"event": 5, "dt": 7}, context=16, start_flag=False, trace_positions=0,
+                         trace_phases=3, trace_phase_events=4, **SIZES["tiny"])
+    model = Denoiser(config).eval()
+    codes = {"event": torch.zeros(1, 16, dtype=torch.long), "dt": torch.zeros(1, 16, dtype=torch.long)}
+    t, w = torch.tensor([0.5]), torch.tensor([0])
+    hidden = lambda offset: model.hidden(codes, t, w, offset=None if offset is None else torch.tensor([offset]))  # noqa: E731
+    assert torch.equal(hidden(0), hidden(None))  # zero-initialised: no effect until trained
+    torch.nn.init.normal_(model.trace_phase.weight)
+    assert not torch.allclose(hidden(0), hidden(4))  # events 0-15 span phases 0-3, events 4-19 phases 1-3
+    assert torch.equal(hidden(12), hidden(None))  # from event 12 on: the "far" phase
+    assert torch.equal(hidden(10_000), hidden(None))
+    with pytest.raises(ConfigError):
+        ModelConfig(vocab_sizes={"event": 5}, trace_phases=2, trace_phase_events=0).validate()
 
 
 def test_windows_know_their_index_in_the_trace(monkeypatch):

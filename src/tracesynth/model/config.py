@@ -28,6 +28,8 @@ class ModelConfig:
     start_flag: bool = True       # learned "window starts at the beginning of a trace" embedding
     trace_positions: int = 512    # learned embedding of each event's index in its trace, up to
                                   # this many (later events share one "far" class); 0 = none
+    trace_phases: int = 64        # coarse position: one learned embedding per `trace_phase_events`
+    trace_phase_events: int = 1024  # events of the trace (later ones share a "far" class); 0 = none
 
     def validate(self) -> ModelConfig:
         if not self.vocab_sizes or "event" not in self.vocab_sizes:
@@ -36,6 +38,9 @@ class ModelConfig:
             raise ConfigError(f"context {self.context} must be a multiple of downsample {self.downsample}")
         if self.trace_positions < 0:
             raise ConfigError(f"trace positions must be >= 0, not {self.trace_positions}")
+        if self.trace_phases < 0 or self.trace_phase_events < 1:
+            raise ConfigError(f"trace phases must be >= 0 and phase length >= 1, not "
+                              f"{self.trace_phases} x {self.trace_phase_events}")
         if self.d_global % self.heads or (self.d_global // self.heads) % 2:
             raise ConfigError(f"d_global {self.d_global} must split into {self.heads} heads of even width")
         return self
@@ -49,6 +54,7 @@ class ModelConfig:
         data["dilations"] = tuple(data.get("dilations", (1, 2, 4, 8)))
         data.setdefault("start_flag", False)  # configs saved before the flag existed: no such input
         data.setdefault("trace_positions", 0)  # nor the trace-position embedding
+        data.setdefault("trace_phases", 0)  # nor the trace-phase one
         return cls(**data)
 
 

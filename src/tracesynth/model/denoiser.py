@@ -109,6 +109,14 @@ class Denoiser(nn.Module):
         if config.trace_positions:
             self.trace_position = nn.Embedding(config.trace_positions + 1, d)
             nn.init.zeros_(self.trace_position.weight)
+        # The same at coarse grain: which block of `trace_phase_events` events of its trace an
+        # event is in. Programs run in phases at fixed places (fio writes its file, then reads
+        # it back: the first read comes after ~20,500 events in every run); a window continued
+        # from its predecessor's last events cannot count that far back, this can.
+        self.trace_phase = None
+        if config.trace_phases:
+            self.trace_phase = nn.Embedding(config.trace_phases + 1, d)
+            nn.init.zeros_(self.trace_phase.weight)
         dil = config.dilations
         self.down_blocks = nn.ModuleList(
             LocalBlock(d, config.kernel_size, dil[i % len(dil)], config.mlp_ratio) for i in range(config.local_blocks))
@@ -155,6 +163,12 @@ class Denoiser(nn.Module):
             x = x + self.trace_position(index.clamp_(min=0, max=far))
         elif self.trace_position is not None:
             x = x + self.trace_position.weight[self.config.trace_positions]
+        if self.trace_phase is not None and offset is not None:
+            far = self.config.trace_phases
+            index = offset.to(x.device).long()[:, None] + torch.arange(n, device=x.device)[None, :]
+            x = x + self.trace_phase((index // self.config.trace_phase_events).clamp_(min=0, max=far))
+        elif self.trace_phase is not None:
+            x = x + self.trace_phase.weight[self.config.trace_phases]
         for block in self.down_blocks:
             x = block(x)
         skip = x

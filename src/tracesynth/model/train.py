@@ -149,15 +149,16 @@ def _noise(step: int, seed: int, codes, labels, model: Denoiser, cfg: TrainConfi
     return t, noisy, masked, labels
 
 
-#: Learning-rate multiplier of the trace-position embedding. Each of its rows learns only from
-#: windows that cover that position (the first events of a trace: a few per cent of the data),
-#: and Adam moves a parameter by about one learning rate per step, so at the base rate the rows
-#: would still be near zero when training ends on CPU budgets.
+#: Learning-rate multiplier of the trace-position and trace-phase embeddings. Each of their rows
+#: learns only from windows that cover that position (the first events of a trace: a few per
+#: cent of the data), and Adam moves a parameter by about one learning rate per step, so at the
+#: base rate the rows would still be near zero when training ends on CPU budgets.
 TRACE_POSITION_LR_SCALE = 10.0
 
 
 def parameter_groups(model: Denoiser) -> list[dict]:
-    position = [] if model.trace_position is None else list(model.trace_position.parameters())
+    position = [p for table in (model.trace_position, model.trace_phase) if table is not None
+                for p in table.parameters()]
     ids = {id(p) for p in position}
     groups = [{"params": [p for p in model.parameters() if id(p) not in ids], "lr_scale": 1.0}]
     if position:
