@@ -22,7 +22,7 @@ def trained(tmp_path_factory):
     shared_trace("bug446190").slice(0, 3000).with_meta(workload="bug").save(data)
     model = root / "model"
     assert main(["train", str(data), "-o", str(model), "--channels", "full", "--steps", "6",
-                 "--val-every", "3", "--checkpoint-every", "3", "--seed", "1", "--start-rate", "0.5", *TINY]) == 0
+                 "--val-every", "3", "--checkpoint-every", "3", "--seed", "1", "--start-rate", "0.5", "--phase-events", "512", *TINY]) == 0
     return data, model
 
 
@@ -31,6 +31,7 @@ def test_train_writes_a_checkpoint_and_resume_continues(trained):
     state = json.loads((model / "state.json").read_text())
     assert state["step"] == 6 and [s for s, _ in state["val_loss"]] == [3, 6]
     assert '"start_rate": 0.5' in (model / "config.json").read_text()
+    assert '"trace_phase_events": 512' in (model / "config.json").read_text()
     assert main(["train", str(data), "-o", str(model), "--steps", "9", "--resume", *TINY]) == 0
     state = json.loads((model / "state.json").read_text())
     assert state["step"] == 9 and len(state["train_loss"]) == 9

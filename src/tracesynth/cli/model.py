@@ -51,7 +51,11 @@ def train(
     lr: float = typer.Option(2e-3, "--lr", help="Peak learning rate (warmup, then cosine)."),
     start_rate: float = typer.Option(None, "--start-rate",
                                      help="Share of training windows taken at a trace's first event "
-                                          "(default: TrainConfig's, 0.3)."),
+                                          "(default: TrainConfig's, 0.6)."),
+    phase_events: int = typer.Option(None, "--phase-events", min=0,
+                                     help="Events per trace phase: the model learns one vector per block "
+                                          "of this many events of a trace (64 blocks, then 'far'); 0: no "
+                                          "phase embedding (default: ModelConfig's, 1024)."),
     seed: int = typer.Option(0, "--seed", help="Seed: same seed, same model on CPU."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the checkpoint in --out."),
@@ -63,7 +67,9 @@ def train(
     from tracesynth.model.config import ModelConfig, TrainConfig, size_config
     from tracesynth.model.train import TrainCallbacks, train as run_training
 
-    model_cfg = ModelConfig(context=context, **size_config(size, resolve_channels(channels)))
+    phases = {} if phase_events is None else (
+        {"trace_phases": 0} if phase_events == 0 else {"trace_phase_events": phase_events})
+    model_cfg = ModelConfig(context=context, **size_config(size, resolve_channels(channels)), **phases)
     traces = load_training_data(data)
     train_cfg = TrainConfig(steps=steps, batch_size=batch_size, lr=lr, seed=seed, device=device,
                             val_every=val_every or steps, checkpoint_every=checkpoint_every,
