@@ -65,3 +65,13 @@ def test_light_model_of_a_one_thread_workload_is_checked_as_one_thread():
     assert rules["syscall-pairing"].status != "n/a"  # the rule is applied, not skipped
     fixed = gen.generate(400, "scimark", seed=0, constraints="repair")
     assert len(fixed) == 400 and all(r.count == 0 for r in check(fixed).rules)
+
+
+def test_phase_events_option_sets_or_removes_the_trace_phase_embedding():
+    from tracesynth.model.config import ModelConfig
+    assert TraceSynth()._configs()[0].trace_phases == ModelConfig().trace_phases > 0
+    assert TraceSynth(phase_events=0)._configs()[0].trace_phases == 0
+    assert TraceSynth(phase_events=256)._configs()[0].trace_phase_events == 256
+    assert TraceSynth(phase_events=256).get_params()["phase_events"] == 256
+    with pytest.raises(ConfigError, match="phase length"):
+        TraceSynth(phase_events=-1)._configs()

@@ -64,12 +64,11 @@ def train(
 ):
     """Train the diffusion generator; `torchrun --nproc_per_node N -m tracesynth train ...` for DDP."""
     from tracesynth.encoding import resolve_channels
-    from tracesynth.model.config import ModelConfig, TrainConfig, size_config
+    from tracesynth.model.config import ModelConfig, TrainConfig, phase_config, size_config
     from tracesynth.model.train import TrainCallbacks, train as run_training
 
-    phases = {} if phase_events is None else (
-        {"trace_phases": 0} if phase_events == 0 else {"trace_phase_events": phase_events})
-    model_cfg = ModelConfig(context=context, **size_config(size, resolve_channels(channels)), **phases)
+    model_cfg = ModelConfig(context=context, **size_config(size, resolve_channels(channels)),
+                            **phase_config(phase_events))
     traces = load_training_data(data)
     train_cfg = TrainConfig(steps=steps, batch_size=batch_size, lr=lr, seed=seed, device=device,
                             val_every=val_every or steps, checkpoint_every=checkpoint_every,

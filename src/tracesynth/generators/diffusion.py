@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tracesynth.errors import ConfigError
 from tracesynth.generators.base import Generator
-from tracesynth.model.config import START_RATE, ModelConfig, TrainConfig, size_config
+from tracesynth.model.config import START_RATE, ModelConfig, TrainConfig, phase_config, size_config
 from tracesynth.schema import Trace
 
 CONSTRAINT_MODES = ("none", "repair", "guided")
@@ -67,7 +67,7 @@ class TraceSynth(Generator):
                  guidance_scale: float = 1.0, temperature: float = 1.0, prefix_fraction: float = 0.25,
                  constraints: str = "none", device: str = "auto", random_state: int = 0,
                  corrector_steps: int = 0, start_temperature: float | None = START_TEMPERATURE,
-                 start_rate: float = START_RATE):
+                 start_rate: float = START_RATE, phase_events: int | None = None):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -84,15 +84,17 @@ class TraceSynth(Generator):
         self.corrector_steps = corrector_steps
         self.start_temperature = start_temperature
         self.start_rate = start_rate
+        self.phase_events = phase_events  # None: ModelConfig's (1024); 0: no phase embedding
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
                 "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state",
-                "corrector_steps", "start_temperature", "start_rate")
+                "corrector_steps", "start_temperature", "start_rate", "phase_events")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
-        model = ModelConfig(context=self.context, **size_config(self.size, self.channels))
+        model = ModelConfig(context=self.context, **size_config(self.size, self.channels),
+                            **phase_config(self.phase_events))
         train = TrainConfig(steps=self.train_steps, batch_size=self.batch_size, lr=self.lr,
                             seed=self.random_state, device=self.device, val_every=0, checkpoint_every=0,
                             start_rate=self.start_rate)

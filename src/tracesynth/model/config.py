@@ -81,6 +81,16 @@ def size_config(size: str, channels) -> dict:
     return dict(SIZES[size])
 
 
+def phase_config(phase_events: int | None) -> dict:
+    """ModelConfig overrides for a trace-phase length: None keeps the default, 0 turns the
+    phase embedding off, N > 0 makes each phase N events long."""
+    if phase_events is None:
+        return {}
+    if phase_events < 0:
+        raise ConfigError(f"phase length must be >= 0 events, not {phase_events}")
+    return {"trace_phases": 0} if phase_events == 0 else {"trace_phase_events": phase_events}
+
+
 # Default share of training windows that begin at a trace's first event (`TraceSynth` takes its
 # default from here; the CLI and experiment configs leave it to TrainConfig when not given).
 # 0.6: at context 4096 a batch holds 8 windows, so 0.3 showed the start-up ~2.4 times a step and
