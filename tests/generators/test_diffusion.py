@@ -69,6 +69,7 @@ def test_light_model_of_a_one_thread_workload_is_checked_as_one_thread():
 
 def test_phase_events_option_sets_or_removes_the_trace_phase_embedding():
     from tracesynth.model.config import ModelConfig
+
     assert TraceSynth()._configs()[0].trace_phases == ModelConfig().trace_phases > 0
     assert TraceSynth(phase_events=0)._configs()[0].trace_phases == 0
     assert TraceSynth(phase_events=256)._configs()[0].trace_phase_events == 256
