@@ -46,14 +46,19 @@ def test_configs_saved_before_the_flag_load_without_it():
     assert old.start is None and old.trace_position is None and old.trace_phase is None
 
 
-def test_trace_positions_start_as_a_no_op_and_end_in_one_far_class():
+def _window_features(**config):
+    """A tiny untrained denoiser and `hidden(offset)`: its features of one fixed 16-event window
+    placed at `offset` in its trace (None: no offset given)."""
     torch.manual_seed(0)
-    config = ModelConfig(vocab_sizes={"event": 5, "dt": 7}, context=16, start_flag=False, trace_positions=8,
-                         **SIZES["tiny"])
-    model = Denoiser(config).eval()
+    model = Denoiser(ModelConfig(vocab_sizes={"event": 5, "dt": 7}, context=16, start_flag=False, **config,
+                                 **SIZES["tiny"])).eval()
     codes = {"event": torch.zeros(1, 16, dtype=torch.long), "dt": torch.zeros(1, 16, dtype=torch.long)}
     t, w = torch.tensor([0.5]), torch.tensor([0])
-    hidden = lambda offset: model.hidden(codes, t, w, offset=None if offset is None else torch.tensor([offset]))  # noqa: E731
+    return model, lambda offset: model.hidden(codes, t, w, offset=None if offset is None else torch.tensor([offset]))
+
+
+def test_trace_positions_start_as_a_no_op_and_end_in_one_far_class():
+    model, hidden = _window_features(trace_positions=8)
     assert torch.equal(hidden(0), hidden(None))  # zero-initialised: no effect until trained
     torch.nn.init.normal_(model.trace_position.weight)
     assert not torch.allclose(hidden(0), hidden(None))
@@ -63,13 +68,7 @@ def test_trace_positions_start_as_a_no_op_and_end_in_one_far_class():
 
 
 def test_trace_phases_are_blocks_of_the_trace_and_end_in_one_far_class():
-    torch.manual_seed(0)
-    config = ModelConfig(vocab_sizes={"event": 5, "dt": 7}, context=16, start_flag=False, trace_positions=0,
-                         trace_phases=3, trace_phase_events=4, **SIZES["tiny"])
-    model = Denoiser(config).eval()
-    codes = {"event": torch.zeros(1, 16, dtype=torch.long), "dt": torch.zeros(1, 16, dtype=torch.long)}
-    t, w = torch.tensor([0.5]), torch.tensor([0])
-    hidden = lambda offset: model.hidden(codes, t, w, offset=None if offset is None else torch.tensor([offset]))  # noqa: E731
+    model, hidden = _window_features(trace_positions=0, trace_phases=3, trace_phase_events=4)
     assert torch.equal(hidden(0), hidden(None))  # zero-initialised: no effect until trained
     torch.nn.init.normal_(model.trace_phase.weight)
     assert not torch.allclose(hidden(0), hidden(4))  # events 0-15 span phases 0-3, events 4-19 phases 1-3

@@ -22,7 +22,7 @@ CONSTRAINT_MODES = ("none", "repair", "guided")
 # loader, ...), which is the same sequence in every real run; at temperature 1 the model's own
 # uncertainty there slips events in and out. 0.25 raised TSTR macro-F1 on all 8 bundled workloads
 # (4 sampling seeds each, docs/model.md "Start temperature") and left steady-state windows alone.
-# Tuned for the default 1000 training steps: a much shorter training (300) does better at 1.
+# It needs a model that saw its start-up often (start_rate); pass 1 for one that did not.
 START_TEMPERATURE = 0.25
 
 

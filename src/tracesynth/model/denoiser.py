@@ -157,18 +157,12 @@ class Denoiser(nn.Module):
             flag = torch.zeros_like(workload) if at_start is None else at_start.to(workload.device).long()
             cond = cond + self.start(flag)
         x = x + cond[:, None, :]
-        if self.trace_position is not None and offset is not None:
-            far = self.config.trace_positions
+        if offset is not None:  # each event's index in its trace
             index = offset.to(x.device).long()[:, None] + torch.arange(n, device=x.device)[None, :]
-            x = x + self.trace_position(index.clamp_(min=0, max=far))
-        elif self.trace_position is not None:
-            x = x + self.trace_position.weight[self.config.trace_positions]
-        if self.trace_phase is not None and offset is not None:
-            far = self.config.trace_phases
-            index = offset.to(x.device).long()[:, None] + torch.arange(n, device=x.device)[None, :]
-            x = x + self.trace_phase((index // self.config.trace_phase_events).clamp_(min=0, max=far))
-        elif self.trace_phase is not None:
-            x = x + self.trace_phase.weight[self.config.trace_phases]
+        for table, far, stride in ((self.trace_position, self.config.trace_positions, 1),
+                                   (self.trace_phase, self.config.trace_phases, self.config.trace_phase_events)):
+            if table is not None:  # no offset given: far from the start
+                x = x + (table.weight[far] if offset is None else table((index // stride).clamp(min=0, max=far)))
         for block in self.down_blocks:
             x = block(x)
         skip = x
