@@ -181,7 +181,8 @@ def render_markdown(frame: pd.DataFrame, run: dict | None = None, plots: list | 
         out.append(f"Split: train on runs {data.get('train_runs')}, test on runs {data.get('test_runs')} "
                    f"(first {data.get('max_train_events') or 'all'} / {data.get('max_test_events') or 'all'} events per run); "
                    "each cell generates as many events as its held-out runs hold.")
-    over = "seeds"
+    over = ("seeds: every seed trains its own model and samples one trace with it, so the intervals "
+            "cover training and sampling variation together")
     if not config.get("grid", {}).get("retrain_per_seed", True):
         over = ("sampling seeds: every seed samples from one model per cell, trained with the first seed, "
                 "so the intervals show sampling variation, not training variation")
