@@ -158,3 +158,36 @@ def test_start_temperature_applies_to_the_trace_start_only(full_model):
     assert any((cold_start[ch] != run(0)[ch]).any() for ch in codes)
     with pytest.raises(ValueError, match="start temperature"):
         run(0, start_temperature=0.0)
+
+
+class RecordDecided:
+    """A guide that breaks nothing and records which positions each step has decided."""
+
+    def __init__(self):
+        self.decided: list[dict] = []
+
+    def violating_positions(self, partial):
+        self.decided.append(partial)
+        return np.zeros(len(next(iter(partial.values()))), dtype=bool)
+
+
+def _first_step_reveals(model, codes, spread):
+    guide = RecordDecided()
+    none = {ch: np.zeros(64, dtype=bool) for ch in codes}
+    sample_window(model, codes, none, 0, steps=4, spread=spread, guide=guide,
+                  partial_fn=lambda c, decided: {ch: d.copy() for ch, d in decided.items()},
+                  generator=torch.Generator().manual_seed(4))
+    return guide.decided[0]
+
+
+def test_spread_keeps_tokens_revealed_together_apart(full_model):
+    model, encoder, real = full_model
+    codes, _ = _window(encoder, real)
+    gaps = {}
+    for spread in (0, 3):
+        first = _first_step_reveals(model, codes, spread)
+        assert 0 < sum(int(d.sum()) for d in first.values()) < 6 * 64 // 7  # within the eligible count
+        gaps[spread] = min(np.diff(np.nonzero(d)[0]).min() for d in first.values() if d.sum() > 1)
+    assert gaps[0] <= 3 < gaps[3]  # without spread, neighbours go together; with it, > 3 apart
+    with pytest.raises(ValueError, match="spread"):
+        _first_step_reveals(model, codes, -1)

@@ -113,6 +113,9 @@ def generate(
     start_temperature: float = typer.Option(None, "--start-temperature",
                                             help="Temperature for the trace's first 512 events, its start-up "
                                                  "(default: the model's, 0.25)."),
+    spread: int = typer.Option(None, "--spread",
+                               help="Keep events revealed in one denoising step more than this many positions "
+                                    "apart (0 = off; default: the model's, 4)."),
     constraints: str = typer.Option("guided", "--constraints", help="none, repair, or guided (guide + repair)."),
     format: str = typer.Option(None, "-f", "--format", help="parquet, csv, jsonl, text or ctf."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
@@ -134,6 +137,10 @@ def generate(
         gen.temperature = temperature
     if start_temperature is not None:
         gen.start_temperature = start_temperature
+    if spread is not None:
+        if spread < 0:
+            raise ConfigError(f"--spread must be >= 0, got {spread}")
+        gen.spread = spread
     if n_events <= 0:
         raise ConfigError(f"-n must be positive, got {n_events}")
     if workload is None:

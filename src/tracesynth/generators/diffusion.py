@@ -24,6 +24,10 @@ CONSTRAINT_MODES = ("none", "repair", "guided")
 # (4 sampling seeds each, docs/model.md "Start temperature") and left steady-state windows alone.
 # It needs a model that saw its start-up often (start_rate); pass 1 for one that did not.
 START_TEMPERATURE = 0.25
+# Tokens revealed in one denoising step stay more than this many positions apart where the step
+# allows (sampling/sampler.py): neighbours drawn together are drawn independently, which is what
+# broke thread runs and syscall pairs. Measured in docs/model.md, "Spread reveals".
+SPREAD = 4
 
 
 def constraint_tools(mode: str, single_thread: bool = False):
@@ -67,7 +71,7 @@ class TraceSynth(Generator):
                  guidance_scale: float = 1.0, temperature: float = 1.0, prefix_fraction: float = 0.25,
                  constraints: str = "none", device: str = "auto", random_state: int = 0,
                  corrector_steps: int = 0, start_temperature: float | None = START_TEMPERATURE,
-                 start_rate: float = START_RATE, phase_events: int | None = None):
+                 start_rate: float = START_RATE, phase_events: int | None = None, spread: int = SPREAD):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -85,11 +89,12 @@ class TraceSynth(Generator):
         self.start_temperature = start_temperature
         self.start_rate = start_rate
         self.phase_events = phase_events  # None: ModelConfig's (1024); 0: no phase embedding
+        self.spread = spread
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
                 "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state",
-                "corrector_steps", "start_temperature", "start_rate", "phase_events")
+                "corrector_steps", "start_temperature", "start_rate", "phase_events", "spread")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -145,7 +150,7 @@ class TraceSynth(Generator):
                          guidance_scale=self.guidance_scale if guidance_scale is None else guidance_scale,
                          temperature=self.temperature, prefix_fraction=self.prefix_fraction, seed=seed,
                          guide=guide, on_progress=on_progress, corrector_steps=self.corrector_steps,
-                         start_temperature=self.start_temperature)
+                         start_temperature=self.start_temperature, spread=self.spread)
         if single_thread:  # so `check` (and the evaluation's validity) read it as one thread too
             trace.meta.extra["threads"] = 1
         return trace, repair

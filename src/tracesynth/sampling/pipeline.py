@@ -43,6 +43,7 @@ def generate(
     prefix: Trace | None = None,
     corrector_steps: int = 0,
     start_temperature: float | None = None,
+    spread: int = 0,
 ) -> Trace:
     """Generate `n_events` canonical events for `workload` (deterministic in `seed` on CPU);
     with `prefix`, they continue that trace (its last events condition the first window)."""
@@ -93,7 +94,8 @@ def generate(
         codes = sample_window(model, known, known_mask, label, steps, guidance_scale, generator,
                               temperature, guide, partial_fn, banned=banned, order=order,
                               time_grid=time_grid, offset=offset, event_names=event_names,
-                              corrector_steps=corrector_steps, start_temperature=start_temperature)
+                              corrector_steps=corrector_steps, start_temperature=start_temperature,
+                              spread=spread)
         cols = decoder.decode_window(codes, start, slot_tids.copy())
         take = min(n_events - produced, window - start)
         parts.append({k: v[:take] for k, v in cols.items()})

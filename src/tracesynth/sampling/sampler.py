@@ -8,7 +8,12 @@ independently (the exact ancestral sampler); with `order="confidence"` (default)
 expected number is spent on the positions whose prediction is most determined (highest top
 probability; optional Gumbel noise `rank_noise`·t as in MaskGIT, Chang et al. 2022): tokens
 revealed together are drawn independently, so revealing the well-determined ones first (next to
-known events) avoids contradictions far from any context. The rank uses the distribution, not
+known events) avoids contradictions far from any context. `spread` keeps the tokens revealed in
+one step apart: a token goes first only if it is the surest of its channel within `spread`
+positions either side (the rest fill the step's quota after it). Neighbours drawn in the same
+step are exactly the pairs whose independence hurts most (a thread id and the next event's, an
+entry and its exit): at 16 steps and no spread, ~256 tokens of a 4096 window are revealed per
+step, many of them side by side (docs/model.md, "Spread reveals"). The rank uses the distribution, not
 the drawn value, so it does not favour frequent values; the drawn values are still samples. Known tokens are clamped throughout; a guide may send positions back
 to MASK (and, if it asks to, rule event names out before they are drawn). Optional corrector
 steps afterwards re-mask and redraw the least likely generated tokens. Only positions revealed
@@ -40,6 +45,18 @@ def _draw(logits: torch.Tensor, generator: torch.Generator, temperature: float |
     cdf = probs.cumsum(-1)
     u = torch.rand((len(cdf), 1), generator=generator).to(logits.device) * cdf[:, -1:]
     return torch.searchsorted(cdf, u).clamp_(max=logits.shape[-1] - 1).flatten()
+
+
+_SPREAD_BONUS = 1e4  # ranks every spread-eligible token above every other one
+
+
+def _local_best(confidence: torch.Tensor, idx: torch.Tensor, length: int, spread: int) -> torch.Tensor:
+    """1.0 where a candidate's confidence is the highest among the candidates of its channel
+    within `spread` positions on either side, else 0.0."""
+    full = torch.full((1, 1, length), float("-inf"), device=confidence.device)
+    full[0, 0, idx] = confidence
+    best = torch.nn.functional.max_pool1d(full, 2 * spread + 1, stride=1, padding=spread)[0, 0, idx]
+    return (confidence >= best).to(confidence.dtype)
 
 
 def time_points(steps: int, kind: str = "cosine") -> list[float]:
@@ -94,6 +111,7 @@ def sample_window(
     corrector_steps: int = 0,
     corrector_fraction: float = 0.05,
     start_temperature: float | None = None,
+    spread: int = 0,
 ) -> dict[str, np.ndarray]:
     """Codes for one window (numpy int64 per channel). `known[ch]` holds codes where
     `known_mask[ch]` is True; everything else is generated. `banned[ch]` lists classes never
@@ -102,11 +120,15 @@ def sample_window(
     has `allowed_event_mask` (and does not set `rule_out_names = False`) and `event_names` (the
     event channel's class names), event names that would break a rule given the events
     already decided are ruled out before drawing. `start_temperature` (with a known offset)
-    replaces `temperature` for the events among the trace's first `trace_positions`."""
+    replaces `temperature` for the events among the trace's first `trace_positions`. `spread`
+    (confidence order only): tokens revealed in one step stay more than this many positions
+    apart where the step's quota allows."""
     if steps < 1:
         raise ValueError("steps must be at least 1")
     if start_temperature is not None and start_temperature <= 0:
         raise ValueError("start temperature must be positive")
+    if spread < 0:
+        raise ValueError("spread must be >= 0")
     device = next(model.parameters()).device
     generator = generator or torch.Generator().manual_seed(0)
     schedule = MaskingSchedule()
@@ -181,6 +203,9 @@ def sample_window(
         if order != "random" and quota < sum(len(d[1]) for d in drawn):
             # One ranking over all channels: the first tokens of a window are revealed alone, so
             # channels agree (an event name and a gap drawn apart could contradict each other).
+            if spread > 0:
+                drawn = [(ch, idx, tokens, conf + _SPREAD_BONUS * _local_best(conf, idx, len(x[ch][0]), spread))
+                         for ch, idx, tokens, conf in drawn]
             pooled = torch.cat([d[3] for d in drawn])
             winners = torch.zeros(len(pooled), dtype=torch.bool, device=device)
             winners[torch.topk(pooled, quota).indices] = True
