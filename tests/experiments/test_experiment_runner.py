@@ -4,10 +4,13 @@ a failing peer records its error, a second run refuses to mix, --resume skips fi
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
+import tracesynth
 import tracesynth.datasets as ds
 from tracesynth.cli import main
 from tracesynth.errors import ConfigError
@@ -83,15 +86,20 @@ def test_second_run_refuses_to_mix_and_resume_skips(finished_run):
         run_experiment(config, out, resume=True, budget=2.0)
 
 
-def test_cli_report_only_and_errors(finished_run, capsys):
+def test_cli_report_only_and_errors(finished_run, capsys, monkeypatch):
     config_file, out, _counts, _phases = finished_run
     (out / "results.md").unlink()
     assert main(["experiment", str(config_file), "-o", str(out), "--report-only"]) == 0
     assert (out / "results.md").exists()
     from tracesynth.cli.experiment import write_command_record
 
+    monkeypatch.chdir(out)  # not a git checkout: the record still names the commit of the code that ran
     text = write_command_record(out, config_file, 0.5, True).read_text()
     assert f"tracesynth experiment {config_file} -o {out} --budget 0.5 --resume" in text
+    source = Path(tracesynth.__file__).parent
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=source).stdout
+    if head.strip():
+        assert f"git {head.strip()}" in text
     assert "torch" in text and "sdv" in text
     bad = config_file.parent / "bad.yaml"
     bad.write_text("grid:\n  seeds: [zero]\n")

@@ -68,11 +68,13 @@ def write_command_record(out: Path, config_file: Path, budget: float, resume: bo
         except metadata.PackageNotFoundError:
             return "not installed"
 
+    # The commit of the code that ran (this package's checkout), not of the working directory.
+    source = Path(__file__).resolve().parent
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                timeout=10).stdout.strip() or "?"
+                                timeout=10, cwd=source).stdout.strip() or "?"
         dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                                    text=True, timeout=10).stdout.strip())
+                                    text=True, timeout=10, cwd=source).stdout.strip())
     except (OSError, subprocess.SubprocessError):
         commit, dirty = "?", False
     run = json.loads((out / "run.json").read_text())
