@@ -106,3 +106,23 @@ def test_cli_report_only_and_errors(finished_run, capsys, monkeypatch):
     assert main(["experiment", str(bad), "-o", str(out / "x")]) == 2
     err = capsys.readouterr().err
     assert f"{bad}: grid.seeds[0]: expected an integer" in err.replace("\n", "")
+
+
+def test_config_spread_applies_to_saved_models(finished_run):
+    """A sampling setting in the config reaches a model loaded from models/, not only a new one,
+    so an ablation of the sampler can reuse trained models."""
+    from dataclasses import replace
+
+    from tracesynth.experiments.grid import enumerate_cells
+    from tracesynth.experiments.runner import _trained_tracesynth
+
+    config_file, out, _counts, _phases = finished_run
+    config = load_config(config_file)
+    cell = next(c for c in enumerate_cells(config, ["stream"]) if c.generator == "tracesynth")
+    never = lambda *a: pytest.fail("a saved model must not be retrained")  # noqa: E731
+    saved, _, _ = _trained_tracesynth(config, cell, 2, None, out, never)
+    assert saved.spread == 4  # the model's own setting when the config leaves it alone
+    for spread in (0, 9):
+        config.tracesynth = replace(config.tracesynth, spread=spread)
+        loaded, _, _ = _trained_tracesynth(config, cell, 2, None, out, never)
+        assert loaded.spread == spread

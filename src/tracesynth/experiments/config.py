@@ -65,6 +65,8 @@ class TraceSynthSettings:
     sample_steps: int = 16
     device: str = "auto"
     start_rate: float | None = None  # share of training windows at a trace's first event (None: TrainConfig's)
+    # Sampling settings apply to loaded models too (a run reusing saved models samples with them):
+    spread: int | None = None  # spread reveals, in events (None: the sampler's default; 0: off)
 
 
 @dataclass
@@ -266,6 +268,8 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
         _fail(source, "tracesynth.sample_steps", f"must be at least 1, got {ts.sample_steps}")
     if ts.start_rate is not None and not 0.0 <= ts.start_rate <= 1.0:
         _fail(source, "tracesynth.start_rate", f"must be in [0, 1], got {ts.start_rate}")
+    if ts.spread is not None and ts.spread < 0:
+        _fail(source, "tracesynth.spread", f"must be 0 (off) or positive, got {ts.spread}")
     if ts.lr <= 0:
         _fail(source, "tracesynth.lr", f"must be positive, got {ts.lr}")
     if ts.device not in ("auto", "cpu", "cuda") and not ts.device.startswith("cuda:"):

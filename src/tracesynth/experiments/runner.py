@@ -201,7 +201,8 @@ def _tracesynth(config: ExperimentConfig, cell: Cell, steps: int):
     return TraceSynth(channels=cell.channels, context=cell.context, size=ts.size, train_steps=steps,
                       batch_size=max(1, ts.batch_events // cell.context), lr=ts.lr, sample_steps=ts.sample_steps,
                       device=ts.device, constraints="none", random_state=cell.training_seed,
-                      **({} if ts.start_rate is None else {"start_rate": ts.start_rate}))
+                      **({} if ts.start_rate is None else {"start_rate": ts.start_rate}),
+                      **({} if ts.spread is None else {"spread": ts.spread}))
 
 
 def _trained_tracesynth(config, cell, steps, split, out_dir, on_progress):
@@ -212,7 +213,10 @@ def _trained_tracesynth(config, cell, steps, split, out_dir, on_progress):
     info_file = model_dir / "experiment.json"
     if info_file.exists():
         info = json.loads(info_file.read_text())
-        return TraceSynth.load(model_dir, device=config.tracesynth.device), info["train_seconds"], info
+        generator = TraceSynth.load(model_dir, device=config.tracesynth.device)
+        if config.tracesynth.spread is not None:  # a sampling setting: the config's wins over the saved one
+            generator.spread = config.tracesynth.spread
+        return generator, info["train_seconds"], info
     on_progress("train", cell, False)
     generator = _tracesynth(config, cell, steps)
     start = time.perf_counter()
