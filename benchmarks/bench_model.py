@@ -12,7 +12,9 @@ memory (max RSS on CPU, max allocated on CUDA) belongs to that configuration alo
 
 Vocabulary sizes are those of a real multi-threaded LTTng trace (many-threads: 181 event
 names, 8 CPUs, ~100 process names); generation is measured as the pipeline runs it: one
-window continuing a known 25% prefix, 16 denoising steps, new events per second.
+window continuing a known 25% prefix, 16 denoising steps, spread reveals as `TraceSynth`
+samples by default, new events per second (the network and the sampler: decoding events and
+writing them is not in it; the experiment grids' `gen_events_per_s` is the whole pipeline).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def _sync(device):
 def measure(kind: str, preset: str, context: int, device: str, threads: int, reps: int, steps: int) -> dict:
     import torch
 
+    from tracesynth.generators.diffusion import SPREAD
     from tracesynth.model.ar_reference import matched_reference
     from tracesynth.model.config import ModelConfig, size_config
     from tracesynth.model.denoiser import Denoiser, parameter_count
@@ -120,7 +123,8 @@ def measure(kind: str, preset: str, context: int, device: str, threads: int, rep
         new = context - context // 4
 
         def gen_window():
-            sample_window(model, window, prefix, 0, steps=steps, generator=torch.Generator().manual_seed(1))
+            sample_window(model, window, prefix, 0, steps=steps, generator=torch.Generator().manual_seed(1),
+                          spread=SPREAD)  # the default sampler's setting
     else:
         new = 256 if context >= 1024 else 128
         prompt = {c: v[:1, : context - new] for c, v in codes.items()}
