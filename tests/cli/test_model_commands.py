@@ -42,7 +42,8 @@ def test_generate_writes_a_readable_canonical_trace(trained, tmp_path, suffix):
     _, model = trained
     out = tmp_path / f"synthetic.{suffix}"
     assert main(["generate", str(model), "-n", "300", "--steps", "4", "--seed", "3", "--temperature", "0.9",
-                 "--start-temperature", "0.5", "--spread", "2", "--constraints", "none", "-o", str(out)]) == 0
+                 "--start-temperature", "0.5", "--spread", "2", "--tid-temperature", "0.7", "--constraints", "none",
+                 "-o", str(out)]) == 0
     back = tracesynth.load(out).to_pandas()
     assert len(back) == 300 and back["ts"].is_monotonic_increasing
     assert back["tid"].notna().any() and back["cpu"].notna().any() and back["event"].notna().all()
@@ -72,6 +73,8 @@ def test_bad_requests_fail_with_one_line_errors(trained, tmp_path, capsys):
     assert "--start-temperature must be positive" in capsys.readouterr().err
     assert main(["generate", str(model), "-n", "10", "--spread", "-1", "-o", str(tmp_path / "x.parquet")]) == 2
     assert "--spread must be >= 0" in capsys.readouterr().err
+    assert main(["generate", str(model), "-n", "10", "--tid-temperature", "-1", "-o", str(tmp_path / "x.parquet")]) == 2
+    assert "--tid-temperature must be positive" in capsys.readouterr().err
     assert main(["train", "no-such-thing", "-o", str(tmp_path / "m")]) == 2
     assert main(["train", str(data), "-o", str(tmp_path / "m"), "--channels", "event,colour"]) == 2
     assert not (tmp_path / "x.parquet").exists()

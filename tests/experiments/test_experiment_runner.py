@@ -108,8 +108,8 @@ def test_cli_report_only_and_errors(finished_run, capsys, monkeypatch):
     assert f"{bad}: grid.seeds[0]: expected an integer" in err.replace("\n", "")
 
 
-def test_config_spread_applies_to_saved_models(finished_run):
-    """A sampling setting in the config reaches a model loaded from models/, not only a new one,
+def test_config_sampling_settings_apply_to_saved_models(finished_run):
+    """Sampling settings in the config reach a model loaded from models/, not only a new one,
     so an ablation of the sampler can reuse trained models."""
     from dataclasses import replace
 
@@ -121,8 +121,8 @@ def test_config_spread_applies_to_saved_models(finished_run):
     cell = next(c for c in enumerate_cells(config, ["stream"]) if c.generator == "tracesynth")
     never = lambda *a: pytest.fail("a saved model must not be retrained")  # noqa: E731
     saved, _, _ = _trained_tracesynth(config, cell, 2, None, out, never)
-    assert saved.spread == 4  # the model's own setting when the config leaves it alone
-    for spread in (0, 9):
-        config.tracesynth = replace(config.tracesynth, spread=spread)
+    assert (saved.spread, saved.tid_temperature) == (4, 0.5)  # the model's own when the config leaves them
+    for spread, tid_temperature in ((0, 1.0), (9, 0.3)):
+        config.tracesynth = replace(config.tracesynth, spread=spread, tid_temperature=tid_temperature)
         loaded, _, _ = _trained_tracesynth(config, cell, 2, None, out, never)
-        assert loaded.spread == spread
+        assert (loaded.spread, loaded.tid_temperature) == (spread, tid_temperature)

@@ -160,6 +160,25 @@ def test_start_temperature_applies_to_the_trace_start_only(full_model):
         run(0, start_temperature=0.0)
 
 
+def test_channel_temperature_changes_that_channel_alone(full_model):
+    model, encoder, real = full_model
+    codes, _ = _window(encoder, real)
+    none = {ch: np.zeros(64, dtype=bool) for ch in codes}
+    run = lambda **kw: sample_window(model, codes, none, 0, steps=1, order="random",  # noqa: E731
+                                     generator=torch.Generator().manual_seed(5), **kw)
+    base = run()
+    # One step draws every token from the same network pass with the same random numbers, so
+    # only the cooled channel moves (with more steps, later draws condition on its tokens).
+    cold = run(channel_temperature={"tid": 0.05})
+    assert (cold["tid"] != base["tid"]).any()
+    assert all((cold[ch] == base[ch]).all() for ch in codes if ch != "tid")
+    # Very cold = the most likely thread slot at every draw: fewer distinct slots than at 1.
+    assert len(np.unique(cold["tid"])) <= len(np.unique(base["tid"]))
+    assert all((run(channel_temperature={"tid": 1.0})[ch] == base[ch]).all() for ch in codes)
+    with pytest.raises(ValueError, match="channel temperatures"):
+        run(channel_temperature={"tid": 0.0})
+
+
 class RecordDecided:
     """A guide that breaks nothing and records which positions each step has decided."""
 

@@ -116,6 +116,9 @@ def generate(
     spread: int = typer.Option(None, "--spread",
                                help="Keep events revealed in one denoising step more than this many positions "
                                     "apart (0 = off; default: the model's, 4)."),
+    tid_temperature: float = typer.Option(None, "--tid-temperature",
+                                          help="Temperature of the thread-id channel, on top of --temperature "
+                                               "(full models; default: the model's, 0.5)."),
     constraints: str = typer.Option("guided", "--constraints", help="none, repair, or guided (guide + repair)."),
     format: str = typer.Option(None, "-f", "--format", help="parquet, csv, jsonl, text or ctf."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
@@ -130,13 +133,16 @@ def generate(
     if corrector_steps < 0:
         raise ConfigError(f"--corrector-steps must be >= 0, got {corrector_steps}")
     gen.corrector_steps = corrector_steps
-    for flag, value in (("--temperature", temperature), ("--start-temperature", start_temperature)):
+    for flag, value in (("--temperature", temperature), ("--start-temperature", start_temperature),
+                        ("--tid-temperature", tid_temperature)):
         if value is not None and value <= 0:
             raise ConfigError(f"{flag} must be positive, got {value}")
     if temperature is not None:
         gen.temperature = temperature
     if start_temperature is not None:
         gen.start_temperature = start_temperature
+    if tid_temperature is not None:
+        gen.tid_temperature = tid_temperature
     if spread is not None:
         if spread < 0:
             raise ConfigError(f"--spread must be >= 0, got {spread}")

@@ -67,6 +67,7 @@ class TraceSynthSettings:
     start_rate: float | None = None  # share of training windows at a trace's first event (None: TrainConfig's)
     # Sampling settings apply to loaded models too (a run reusing saved models samples with them):
     spread: int | None = None  # spread reveals, in events (None: the sampler's default; 0: off)
+    tid_temperature: float | None = None  # thread-id channel's temperature (None: the sampler's default)
 
 
 @dataclass
@@ -270,6 +271,8 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
         _fail(source, "tracesynth.start_rate", f"must be in [0, 1], got {ts.start_rate}")
     if ts.spread is not None and ts.spread < 0:
         _fail(source, "tracesynth.spread", f"must be 0 (off) or positive, got {ts.spread}")
+    if ts.tid_temperature is not None and ts.tid_temperature <= 0:
+        _fail(source, "tracesynth.tid_temperature", f"must be positive, got {ts.tid_temperature}")
     if ts.lr <= 0:
         _fail(source, "tracesynth.lr", f"must be positive, got {ts.lr}")
     if ts.device not in ("auto", "cpu", "cuda") and not ts.device.startswith("cuda:"):

@@ -202,7 +202,12 @@ def _tracesynth(config: ExperimentConfig, cell: Cell, steps: int):
                       batch_size=max(1, ts.batch_events // cell.context), lr=ts.lr, sample_steps=ts.sample_steps,
                       device=ts.device, constraints="none", random_state=cell.training_seed,
                       **({} if ts.start_rate is None else {"start_rate": ts.start_rate}),
-                      **({} if ts.spread is None else {"spread": ts.spread}))
+                      **_sampling_settings(ts))
+
+
+def _sampling_settings(ts) -> dict:
+    """The config's sampling settings that are set: they apply to new and reused models alike."""
+    return {key: getattr(ts, key) for key in ("spread", "tid_temperature") if getattr(ts, key) is not None}
 
 
 def _trained_tracesynth(config, cell, steps, split, out_dir, on_progress):
@@ -214,8 +219,8 @@ def _trained_tracesynth(config, cell, steps, split, out_dir, on_progress):
     if info_file.exists():
         info = json.loads(info_file.read_text())
         generator = TraceSynth.load(model_dir, device=config.tracesynth.device)
-        if config.tracesynth.spread is not None:  # a sampling setting: the config's wins over the saved one
-            generator.spread = config.tracesynth.spread
+        for key, value in _sampling_settings(config.tracesynth).items():  # the config's win over the saved ones
+            setattr(generator, key, value)
         return generator, info["train_seconds"], info
     on_progress("train", cell, False)
     generator = _tracesynth(config, cell, steps)

@@ -28,6 +28,13 @@ START_TEMPERATURE = 0.25
 # allows (sampling/sampler.py): neighbours drawn together are drawn independently, which is what
 # broke thread runs and syscall pairs. Measured in docs/model.md, "Spread reveals".
 SPREAD = 4
+# Sampling temperature of the thread-id channel (models that have one). At 1, a full model's
+# continuation windows drift: each switches threads more than its known prefix did, and the
+# next window inherits the busier prefix (build, per 3,072 new events: 89, 233, 381, 722,
+# 1,071 switches against 2-405 real). Thread identity is a low-entropy choice whose slips
+# compound; drawing it colder keeps switches and distinct threads per window in real's range.
+# Measured in docs/model.md, "Thread temperature".
+TID_TEMPERATURE = 0.5
 
 
 def constraint_tools(mode: str, single_thread: bool = False):
@@ -71,7 +78,8 @@ class TraceSynth(Generator):
                  guidance_scale: float = 1.0, temperature: float = 1.0, prefix_fraction: float = 0.25,
                  constraints: str = "none", device: str = "auto", random_state: int = 0,
                  corrector_steps: int = 0, start_temperature: float | None = START_TEMPERATURE,
-                 start_rate: float = START_RATE, phase_events: int | None = None, spread: int = SPREAD):
+                 start_rate: float = START_RATE, phase_events: int | None = None, spread: int = SPREAD,
+                 tid_temperature: float = TID_TEMPERATURE):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -90,11 +98,13 @@ class TraceSynth(Generator):
         self.start_rate = start_rate
         self.phase_events = phase_events  # None: ModelConfig's (1024); 0: no phase embedding
         self.spread = spread
+        self.tid_temperature = tid_temperature
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
                 "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state",
-                "corrector_steps", "start_temperature", "start_rate", "phase_events", "spread")
+                "corrector_steps", "start_temperature", "start_rate", "phase_events", "spread",
+                "tid_temperature")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -150,7 +160,8 @@ class TraceSynth(Generator):
                          guidance_scale=self.guidance_scale if guidance_scale is None else guidance_scale,
                          temperature=self.temperature, prefix_fraction=self.prefix_fraction, seed=seed,
                          guide=guide, on_progress=on_progress, corrector_steps=self.corrector_steps,
-                         start_temperature=self.start_temperature, spread=self.spread)
+                         start_temperature=self.start_temperature, spread=self.spread,
+                         channel_temperature={"tid": self.tid_temperature})
         if single_thread:  # so `check` (and the evaluation's validity) read it as one thread too
             trace.meta.extra["threads"] = 1
         return trace, repair

@@ -44,6 +44,7 @@ def generate(
     corrector_steps: int = 0,
     start_temperature: float | None = None,
     spread: int = 0,
+    channel_temperature: dict[str, float] | None = None,
 ) -> Trace:
     """Generate `n_events` canonical events for `workload` (deterministic in `seed` on CPU);
     with `prefix`, they continue that trace (its last events condition the first window)."""
@@ -95,7 +96,7 @@ def generate(
                               temperature, guide, partial_fn, banned=banned, order=order,
                               time_grid=time_grid, offset=offset, event_names=event_names,
                               corrector_steps=corrector_steps, start_temperature=start_temperature,
-                              spread=spread)
+                              spread=spread, channel_temperature=channel_temperature)
         cols = decoder.decode_window(codes, start, slot_tids.copy())
         take = min(n_events - produced, window - start)
         parts.append({k: v[:take] for k, v in cols.items()})

@@ -112,6 +112,7 @@ def sample_window(
     corrector_fraction: float = 0.05,
     start_temperature: float | None = None,
     spread: int = 0,
+    channel_temperature: dict[str, float] | None = None,
 ) -> dict[str, np.ndarray]:
     """Codes for one window (numpy int64 per channel). `known[ch]` holds codes where
     `known_mask[ch]` is True; everything else is generated. `banned[ch]` lists classes never
@@ -122,13 +123,17 @@ def sample_window(
     already decided are ruled out before drawing. `start_temperature` (with a known offset)
     replaces `temperature` for the events among the trace's first `trace_positions`. `spread`
     (confidence order only): tokens revealed in one step stay more than this many positions
-    apart where the step's quota allows."""
+    apart where the step's quota allows. `channel_temperature` divides a channel's logits
+    before drawing and ranking (so it multiplies `temperature` for that channel)."""
     if steps < 1:
         raise ValueError("steps must be at least 1")
     if start_temperature is not None and start_temperature <= 0:
         raise ValueError("start temperature must be positive")
     if spread < 0:
         raise ValueError("spread must be >= 0")
+    channel_temperature = {ch: float(v) for ch, v in (channel_temperature or {}).items() if v != 1.0}
+    if any(v <= 0 for v in channel_temperature.values()):
+        raise ValueError("channel temperatures must be positive")
     device = next(model.parameters()).device
     generator = generator or torch.Generator().manual_seed(0)
     schedule = MaskingSchedule()
@@ -185,6 +190,8 @@ def sample_window(
             if len(idx) == 0:
                 continue
             logits = _guided_logits(model, hidden[:, idx], ch, guidance_scale)
+            if ch in channel_temperature:
+                logits = logits / channel_temperature[ch]
             if banned and banned.get(ch):
                 logits[:, banned[ch]] = float("-inf")
             if ch == "event" and allowed is not None:
