@@ -62,6 +62,11 @@ def test_repair_inserts_missing_halves_and_relabels_mismatches():
     ops = sorted((e["op"], e["row"]) for e in log)
     assert ops == [("insert", 1), ("insert", 5), ("set", 7)]
     assert repair(out, RULE)[1] == []
+    # Inserted halves sit halfway in time between their neighbours: no zero gaps appear
+    # (rows are 1,000 ns apart), which real kernel clocks almost never show.
+    ts = out.events.column("ts").to_numpy()
+    assert (ts[1:] > ts[:-1]).all()
+    assert sorted(int(e["after"]["ts"]) for e in log if e["op"] == "insert") == [1500, 5500]
 
 
 def test_light_trace_of_a_single_threaded_recording_is_paired_as_one_thread(gzip_run):

@@ -293,6 +293,16 @@ class TraceView:
         return dicts[i].get(name) if i < len(rows) and rows[i] == row else None
 
     # --- helpers shared by rules --------------------------------------------------------
+    def ts_before(self, row: int) -> int:
+        """The timestamp of an event inserted just before `row`: halfway between the previous
+        event and `row` (integer ns), or `row`'s own where there is no gap to split. Real
+        kernel clocks almost never repeat a timestamp, so an insert at `row`'s time would add a
+        zero gap that no real trace has."""
+        ts = int(self.ts[row])
+        if row == 0:
+            return ts
+        return ts - (ts - int(self.ts[row - 1])) // 2
+
     def memo(self, key, compute):
         """Cache a derived array (e.g. syscall pairing) for the other rules of one check."""
         if key not in self._cache:

@@ -207,13 +207,13 @@ class CpuSwitch(Rule):
 
 
 def _switch_row(view: TraceView, running: np.ndarray, at: int, tid: int) -> dict:
-    """A sched_switch onto `tid`, on the CPU of row `at`, just before it."""
+    """A sched_switch onto `tid`, on the CPU of row `at`, just before it (halfway in time)."""
     prev = int(running[at]) if running[at] >= 0 else 0
     cpu = int(view.cpu[at])
     name = view.proc_names[view.proc_code[at]] if view.tid[at] == tid and view.proc_code[at] >= 0 else None
     payload = {"prev_tid": prev, "next_tid": tid, "prev_state": 0,
                "prev_comm": f"swapper/{cpu}" if prev == 0 else None, "next_comm": name}
-    return {"ts": int(view.ts[at]), "cpu": cpu, "tid": prev, "pid": None, "procname": None,
+    return {"ts": view.ts_before(at), "cpu": cpu, "tid": prev, "pid": None, "procname": None,
             "event": "sched_switch", "ret": None,
             "payload": json.dumps({k: v for k, v in payload.items() if v is not None},
                                   separators=(",", ":"), sort_keys=True)}

@@ -183,10 +183,11 @@ class SyscallPairing(Rule):
 
 
 def inserted(view: TraceView, row: int, event: str, ret: int | None) -> dict:
-    """A new row placed just before `row`, on the same thread, CPU and timestamp."""
+    """A new row placed just before `row`, on the same thread and CPU, halfway in time from the
+    previous event (`TraceView.ts_before`)."""
     t = view.table
     return {
-        "ts": int(view.ts[row]),
+        "ts": view.ts_before(row),
         "cpu": int(view.cpu[row]) if view.cpu[row] >= 0 else None,
         "tid": view.known_tid(row),
         "pid": int(view.pid[row]) if view.pid[row] >= 0 else None,
