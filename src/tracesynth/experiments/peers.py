@@ -148,7 +148,7 @@ class ARTransformerPeer(Generator):
                     prompt["tid"], slot_tids = encoder.tid.slot_window(prev_tids[-n_prefix:])
                 start = n_prefix
             tensor = {ch: torch.as_tensor(v, dtype=torch.long).view(1, -1).to(device) for ch, v in prompt.items()}
-            new = _ar_generate(model, tensor, window - len(prompt["event"]), window, generator, banned)
+            new = model.generate(tensor, window - len(prompt["event"]), window, generator, banned)
             codes = {ch: np.concatenate([prompt[ch], new[ch][0].cpu().numpy()]) for ch in channels}
             cols = decoder.decode_window(codes, start, slot_tids.copy())
             take = min(n_events - produced, window - start)
@@ -172,34 +172,6 @@ class ARTransformerPeer(Generator):
         if channel == "tid":
             choices = [1] if encoder.tid.slots else choices  # first thread of the window
         return int(rng.choice(choices))
-
-
-def _ar_generate(model, prompt: dict, n_new: int, context: int, generator, banned: dict) -> dict:
-    """`ARTransformer.generate` with the classes the decoder cannot decode (no event name, an
-    unseen value) removed from the distribution, as the diffusion sampler does: one forward
-    per event, key/value cache cut to `context`."""
-    import torch
-
-    with torch.inference_mode():
-        caches = [dict() for _ in model.blocks]
-        hidden = model.forward(prompt, caches)
-        length = prompt[model.channels[0]].shape[1]
-        out = {c: [] for c in model.channels}
-        last = hidden[:, -1:]
-        for _ in range(n_new):
-            step = {}
-            for c in model.channels:
-                logits = model.heads[f"ch_{c}"](last)[0, 0].float()
-                if banned.get(c):
-                    logits[torch.as_tensor(banned[c])] = float("-inf")
-                step[c] = torch.multinomial(torch.softmax(logits, -1), 1, generator=generator).view(1, 1)
-                out[c].append(step[c])
-            for cache in caches:
-                if cache["k"].shape[2] >= context:
-                    cache["k"], cache["v"] = cache["k"][:, :, 1 - context:], cache["v"][:, :, 1 - context:]
-            last = model.forward(step, caches, offset=length)
-            length += 1
-        return {c: torch.cat(v, dim=1) for c, v in out.items()}
 
 
 # --- SDV PARSynthesizer --------------------------------------------------------------------

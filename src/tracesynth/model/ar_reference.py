@@ -1,11 +1,11 @@
 """An autoregressive transformer of the same size as the denoiser: the benchmark's reference.
 
-Used only by benchmarks/bench_model.py, to put the diffusion model's speed side by side with
-the usual way to generate sequences: a causal transformer that emits one event at a time (all
-channels of that event at once, from per-channel heads, which favours the reference) with a
-key/value cache over a sliding context (a preallocated ring buffer: one event costs one
-attention row over the context, no copies). Same embeddings and heads as the denoiser; depth is
-chosen so that the parameter counts match.
+Used by benchmarks/bench_model.py and by the `ar` peer of `tracesynth experiment`, to put the
+diffusion model side by side with the usual way to generate sequences: a causal transformer
+that emits one event at a time (all channels of that event at once, from per-channel heads,
+which favours the reference) with a key/value cache over a sliding context (a preallocated
+ring buffer: one event costs one attention row over the context, no copies). Same embeddings
+and heads as the denoiser; depth is chosen so that the parameter counts match.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class CausalBlock(GlobalBlock):
         q, k = rotary(q, cos, sin), rotary(k, cos, sin)
         if cache is None:
             attn = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        elif n > 1:  # prefill: causal over the prompt, keep its last `size` keys
+        elif n > 1 or "k" not in cache:  # prefill: causal over the prompt, keep its last `size` keys
             attn = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             keep = min(n, cache["size"])
             cache["k"] = k.new_zeros(b, self.heads, cache["size"], d // self.heads)
@@ -76,8 +76,10 @@ class ARTransformer(nn.Module):
 
     @torch.inference_mode()
     def generate(self, prompt: dict[str, torch.Tensor], n_new: int, context: int,
-                 generator: torch.Generator) -> dict[str, torch.Tensor]:
-        """Extend `prompt` (1, P) by `n_new` events, one forward per event, cache cut to `context`."""
+                 generator: torch.Generator, banned: dict[str, list[int]] | None = None) -> dict[str, torch.Tensor]:
+        """Extend `prompt` (1, P) by `n_new` events, one forward per event, cache cut to `context`.
+        `banned[ch]` lists classes never drawn (as the diffusion sampler's `banned`)."""
+        banned = {c: torch.as_tensor(v) for c, v in (banned or {}).items() if len(v)}
         caches = [{"size": context} for _ in self.blocks]
         h = self.forward(prompt, caches)
         length = prompt[self.channels[0]].shape[1]
@@ -86,8 +88,10 @@ class ARTransformer(nn.Module):
         for _ in range(n_new):
             step = {}
             for c in self.channels:
-                logits = self.heads[f"ch_{c}"](last)[0, 0]
-                probs = torch.softmax(logits.float(), -1)
+                logits = self.heads[f"ch_{c}"](last)[0, 0].float()
+                if c in banned:
+                    logits[banned[c]] = float("-inf")
+                probs = torch.softmax(logits, -1)
                 step[c] = torch.multinomial(probs, 1, generator=generator).view(1, 1)
                 out[c].append(step[c])
             last = self.forward(step, caches, offset=length)
