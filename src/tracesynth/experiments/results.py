@@ -499,7 +499,7 @@ def write_plots(frame: pd.DataFrame, folder: Path) -> list[Path]:
         floor = ok["disc_floor_512"].mean()
         if np.isfinite(floor):
             axes[1].axhline(floor, color="gray", linestyle="--", linewidth=1, label="real-vs-real floor")
-            axes[1].legend()
+            axes[1].legend(loc="lower right")  # the bars reach the top
         axes[1].set_title("discriminative accuracy, 512-event windows")
         for ax in axes:
             ax.tick_params(axis="x", labelsize=8)
