@@ -1,5 +1,6 @@
 """Peer adapters on a real bundled workload: the `ar` peer trains, then samples across several
-windows (its key/value cache wraps), deterministically, with only classes the decoder knows."""
+windows (the first from a one-event prompt, the next from the last quarter of the previous one),
+deterministically, with only event names seen in training."""
 
 from __future__ import annotations
 
