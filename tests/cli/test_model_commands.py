@@ -26,15 +26,19 @@ def trained(tmp_path_factory):
     return data, model
 
 
-def test_train_writes_a_checkpoint_and_resume_continues(trained):
+def test_train_writes_a_checkpoint_and_resume_continues(trained, capsys):
     data, model = trained
     state = json.loads((model / "state.json").read_text())
     assert state["step"] == 6 and [s for s, _ in state["val_loss"]] == [3, 6]
     assert '"start_rate": 0.5' in (model / "config.json").read_text()
     assert '"trace_phase_events": 512' in (model / "config.json").read_text()
+    capsys.readouterr()
     assert main(["train", str(data), "-o", str(model), "--steps", "9", "--resume", *TINY]) == 0
     state = json.loads((model / "state.json").read_text())
     assert state["step"] == 9 and len(state["train_loss"]) == 9
+    # stderr is not a terminal here: progress comes as plain lines a log file keeps
+    log = capsys.readouterr().err
+    assert "train 9/9 100% loss" in log and "ev/s" in log, log
 
 
 @pytest.mark.parametrize("suffix", ["parquet", "csv", "jsonl"])
