@@ -5,7 +5,11 @@ same splits, through the same evaluation as TraceSynth.
 - `ar`: an autoregressive transformer of the same parameter count as the TraceSynth denoiser
   (model/ar_reference.py), trained on the same encoded windows with teacher forcing and
   sampled window by window exactly like the diffusion pipeline (each window continues the tail
-  of the previous one), so only the model family differs.
+  of the previous one), so only the model family differs. Trace starts get the same attention
+  as TraceSynth's: the same share of training windows begins at a trace's first event
+  (`start_rate`), and a generated trace begins from the first event of a training run (the
+  autoregressive equivalent of a begin-of-trace token), so the peer learns and reproduces the
+  start-up instead of beginning mid-run.
 - `par`: SDV's PARSynthesizer (optional extra `peers`): a trace becomes sequences of `window`
   events with an `event` (categorical) and a `log_dt` (numerical) column; generated sequences
   are concatenated back into one canonical trace (event + ts; the other columns null).
@@ -71,7 +75,7 @@ class ARTransformerPeer(Generator):
 
     def __init__(self, channels: str = "light", context: int = 1024, size: str = "auto", train_steps: int = 300,
                  batch_events: int = 16384, lr: float = 1e-3, prefix_fraction: float = 0.25,
-                 device: str = "cpu", random_state: int = 0):
+                 start_rate: float | None = None, device: str = "cpu", random_state: int = 0):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -80,6 +84,7 @@ class ARTransformerPeer(Generator):
         self.batch_events = batch_events
         self.lr = lr
         self.prefix_fraction = prefix_fraction
+        self.start_rate = start_rate  # None: TraceSynth's default share of trace-start windows
         self.device = device
 
     def _fit(self, traces_by_workload: dict[str, list[Trace]]) -> None:
@@ -87,12 +92,15 @@ class ARTransformerPeer(Generator):
 
         from tracesynth.encoding.trace_encoder import TraceEncoder
         from tracesynth.model.ar_reference import matched_reference
-        from tracesynth.model.config import ModelConfig, size_config
+        from tracesynth.model.config import START_RATE, ModelConfig, size_config
         from tracesynth.model.denoiser import Denoiser, parameter_count
         from tracesynth.model.train import WindowSource, resolve_device
 
         device = resolve_device(self.device)
-        self.models_, self.encoders_, self.contexts_ = {}, {}, {}
+        start_rate = START_RATE if self.start_rate is None else self.start_rate
+        if not 0.0 <= start_rate <= 1.0:
+            raise ConfigError(f"peer ar: start_rate must be in [0, 1], not {start_rate}")
+        self.models_, self.encoders_, self.contexts_, self.first_events_ = {}, {}, {}, {}
         for workload, traces in traces_by_workload.items():  # one model per workload: no label input
             traces = [t.with_meta(workload=workload) for t in traces]
             encoder = TraceEncoder(self.channels).fit(traces)
@@ -104,7 +112,9 @@ class ARTransformerPeer(Generator):
             model = matched_reference(encoder.vocab_sizes(), parameter_count(same_size),
                                       width=size["d_global"], heads=size["heads"]).to(device)
             # +1: teacher forcing predicts events 1..context from 0..context-1
-            source = WindowSource(encoder, traces, context + 1, 0.0, self.random_state)
+            source = WindowSource(encoder, traces, context + 1, 0.0, self.random_state, start_rate=start_rate)
+            # each training run's first event, window-encoded: where generated traces begin
+            self.first_events_[workload] = [encoder.window(e, 0, 1)[0] for e in source.encoded]
             batch = max(1, self.batch_events // context)
             optimizer = torch.optim.AdamW(model.parameters(), lr=self.lr, weight_decay=0.01)
             model.train()
@@ -139,8 +149,10 @@ class ARTransformerPeer(Generator):
         prev_codes, prev_tids = None, None
         while produced < n_events:
             slot_tids = np.full(encoder.tid.slots, -1, dtype=np.int64)
-            if prev_codes is None:  # the first event: a class drawn from the training marginal
-                prompt = {ch: np.array([self._first_code(encoder, ch, rng)]) for ch in channels}
+            if prev_codes is None:  # the first event of a training run (a begin-of-trace token)
+                firsts = self.first_events_[workload]
+                first = firsts[int(rng.integers(len(firsts)))]
+                prompt = {ch: np.asarray(first[ch], dtype=np.int64) for ch in channels}
                 start = 0
             else:
                 prompt = {ch: prev_codes[ch][-n_prefix:] for ch in channels}
@@ -164,14 +176,6 @@ class ARTransformerPeer(Generator):
                          n_cpus=encoder.n_cpus if "cpu" in channels else None,
                          extra={"generator": self.name, "channels": list(channels), "seed": seed})
         return columns_to_trace(parts, meta)
-
-    def _first_code(self, encoder, channel: str, rng: np.random.Generator) -> int:
-        """A valid, non-banned class to start from (the model continues from there)."""
-        banned = set(encoder.never_generated().get(channel, []))
-        choices = [c for c in range(encoder.vocab_sizes()[channel]) if c not in banned]
-        if channel == "tid":
-            choices = [1] if encoder.tid.slots else choices  # first thread of the window
-        return int(rng.choice(choices))
 
 
 # --- SDV PARSynthesizer --------------------------------------------------------------------
