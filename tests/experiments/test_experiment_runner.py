@@ -126,3 +126,15 @@ def test_config_sampling_settings_apply_to_saved_models(finished_run):
         config.tracesynth = replace(config.tracesynth, spread=spread, tid_temperature=tid_temperature)
         loaded, _, _ = _trained_tracesynth(config, cell, 2, None, out, never)
         assert (loaded.spread, loaded.tid_temperature) == (spread, tid_temperature)
+
+
+def test_cli_run_logs_a_line_per_cell(finished_run, capsys):
+    """Under nohup or CI (stderr not a terminal) the run still says what it is doing, cell by cell."""
+    config_file, out, _counts, _phases = finished_run
+    (out / "cells" / "markov__stream__seed0.json").unlink()
+    capsys.readouterr()
+    main(["experiment", str(config_file), "-o", str(out), "--resume"])
+    lines = [line[11:].split(" · ")[0] for line in capsys.readouterr().err.splitlines() if line.startswith("[")]
+    assert "skip: tracesynth__stream__light__ctx64__none__seed0 1/5 20%" in lines, lines
+    assert lines.index("train: markov__stream__seed0 2/5 40%") < lines.index("done: markov__stream__seed0 3/5 60%")
+    assert any(line.startswith("error: broken__stream__seed0") for line in lines), lines

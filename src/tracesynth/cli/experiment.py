@@ -33,14 +33,10 @@ def experiment(
     total = len(enumerate_cells(config, resolve_workloads(config)))
     with progress() as prog:
         task = prog.add_task("experiment", total=total, rate="")
-        finished = {"n": 0}
 
         def on_progress(phase, cell, done):
             label = cell.cell_id if cell is not None else ""
-            if done:
-                finished["n"] += 1
-                prog.update(task, advance=1, rate=phase)
-            prog.update(task, description=f"{phase}: {label}")
+            prog.update(task, description=f"{phase}: {label}", advance=1 if done else 0)
 
         counts = run_experiment(config, out, budget=budget, resume=resume, on_progress=on_progress)
     write_command_record(out, config_file, budget, resume)
