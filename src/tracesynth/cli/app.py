@@ -69,7 +69,6 @@ def _log_progress_class():
 
         def __init__(self, console, interval_s: float):
             super().__init__(console=console, disable=True)
-            self.log_console = console
             self.interval_s = interval_s
             self._logged: dict = {}  # task id -> (monotonic time, description, completed, finished)
 
@@ -110,7 +109,7 @@ def _log_progress_class():
             tail = [f"{_clock(task.elapsed or 0.0)} elapsed"]
             if task.total and not task.finished and task.time_remaining is not None:
                 tail.append(f"ETA {_clock(task.time_remaining)}")
-            self.log_console.print(" ".join(parts) + " · " + " · ".join(tail), highlight=False, markup=False,
+            self.console.print(" ".join(parts) + " · " + " · ".join(tail), highlight=False, markup=False,
                                    soft_wrap=True)
             self._logged[task.id] = (time.monotonic(), task.description, task.completed, task.finished)
 
