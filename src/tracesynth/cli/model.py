@@ -119,6 +119,9 @@ def generate(
     tid_temperature: float = typer.Option(None, "--tid-temperature",
                                           help="Temperature of the thread-id channel, on top of --temperature "
                                                "(full models; default: the model's, 0.5)."),
+    support_rounds: int = typer.Option(None, "--support-rounds",
+                                       help="Rounds of redrawing the events in 8-grams no training trace "
+                                            "contains (0 = off; default: the model's, 8)."),
     constraints: str = typer.Option("guided", "--constraints", help="none, repair, or guided (guide + repair)."),
     format: str = typer.Option(None, "-f", "--format", help="parquet, csv, jsonl, text or ctf."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
@@ -147,6 +150,10 @@ def generate(
         if spread < 0:
             raise ConfigError(f"--spread must be >= 0, got {spread}")
         gen.spread = spread
+    if support_rounds is not None:
+        if support_rounds < 0:
+            raise ConfigError(f"--support-rounds must be >= 0, got {support_rounds}")
+        gen.support_rounds = support_rounds
     if n_events <= 0:
         raise ConfigError(f"-n must be positive, got {n_events}")
     if workload is None:

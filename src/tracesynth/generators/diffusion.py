@@ -35,6 +35,10 @@ SPREAD = 4
 # compound; drawing it colder keeps switches and distinct threads per window in real's range.
 # Measured in docs/model.md, "Thread temperature".
 TID_TEMPERATURE = 0.5
+# Rounds of the sampler's support corrector (sampling/sampler.py): events inside event 8-grams
+# that no training trace contains are redrawn, each round two short network calls. Measured in
+# docs/model.md, "Support corrector".
+SUPPORT_ROUNDS = 8
 
 
 def constraint_tools(mode: str, single_thread: bool = False):
@@ -79,7 +83,7 @@ class TraceSynth(Generator):
                  constraints: str = "none", device: str = "auto", random_state: int = 0,
                  corrector_steps: int = 0, start_temperature: float | None = START_TEMPERATURE,
                  start_rate: float = START_RATE, phase_events: int | None = None, spread: int = SPREAD,
-                 tid_temperature: float = TID_TEMPERATURE):
+                 tid_temperature: float = TID_TEMPERATURE, support_rounds: int = SUPPORT_ROUNDS):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -99,12 +103,13 @@ class TraceSynth(Generator):
         self.phase_events = phase_events  # None: ModelConfig's (1024); 0: no phase embedding
         self.spread = spread
         self.tid_temperature = tid_temperature
+        self.support_rounds = support_rounds
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
                 "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state",
                 "corrector_steps", "start_temperature", "start_rate", "phase_events", "spread",
-                "tid_temperature")
+                "tid_temperature", "support_rounds")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -161,7 +166,8 @@ class TraceSynth(Generator):
                          temperature=self.temperature, prefix_fraction=self.prefix_fraction, seed=seed,
                          guide=guide, on_progress=on_progress, corrector_steps=self.corrector_steps,
                          start_temperature=self.start_temperature, spread=self.spread,
-                         channel_temperature={"tid": self.tid_temperature})
+                         channel_temperature={"tid": self.tid_temperature},
+                         support_rounds=self.support_rounds)
         if single_thread:  # so `check` (and the evaluation's validity) read it as one thread too
             trace.meta.extra["threads"] = 1
         return trace, repair

@@ -3,6 +3,7 @@
     model.safetensors      denoiser weights
     config.json            {"model": ModelConfig, "train": TrainConfig}
     encoder.json           the fitted TraceEncoder
+    support.safetensors    the event 8-grams of the training traces (encoding.support), if fitted
     optimizer.safetensors  AdamW moments (only while training can resume)
     state.json             step, losses, validation history, optimizer hyperparameters
 
@@ -16,8 +17,11 @@ import json
 from pathlib import Path
 
 import torch
+from safetensors.numpy import load_file as load_arrays
+from safetensors.numpy import save_file as save_arrays
 from safetensors.torch import load_file, save_file
 
+from tracesynth.encoding.support import EventSupport
 from tracesynth.encoding.trace_encoder import TraceEncoder
 from tracesynth.errors import ConfigError
 from tracesynth.fileio import atomic_path
@@ -44,6 +48,8 @@ def save_checkpoint(directory: str | Path, model: Denoiser, encoder: TraceEncode
         save_file(weights, str(tmp / "model.safetensors"))
         (tmp / "config.json").write_text(dumps(model.config, train))
         (tmp / "encoder.json").write_text(json.dumps(encoder.to_json()))
+        if encoder.support is not None:
+            save_arrays(encoder.support.to_arrays(), str(tmp / "support.safetensors"))
         full_state = dict(state or {})
         if optimizer is not None:
             tensors, groups = _optimizer_tensors(optimizer)
@@ -68,6 +74,8 @@ def load_model(directory: str | Path, device: str | torch.device = "cpu"
     model.load_state_dict(load_file(str(directory / "model.safetensors")))
     model.to(device).eval()
     encoder = TraceEncoder.from_json((directory / "encoder.json").read_text())
+    if (directory / "support.safetensors").exists():
+        encoder.support = EventSupport.from_arrays(load_arrays(str(directory / "support.safetensors")))
     train = TrainConfig.from_dict(config["train"]) if config.get("train") else None
     state_path = directory / "state.json"
     state = json.loads(state_path.read_text()) if state_path.exists() else {}

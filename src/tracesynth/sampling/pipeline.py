@@ -45,9 +45,12 @@ def generate(
     start_temperature: float | None = None,
     spread: int = 0,
     channel_temperature: dict[str, float] | None = None,
+    support_rounds: int = 0,
 ) -> Trace:
     """Generate `n_events` canonical events for `workload` (deterministic in `seed` on CPU);
-    with `prefix`, they continue that trace (its last events condition the first window)."""
+    with `prefix`, they continue that trace (its last events condition the first window).
+    `support_rounds` > 0 runs the sampler's support corrector against the training traces'
+    event 8-grams of `workload` (a model saved before the table existed has none: no-op)."""
     if workload not in encoder.workloads:
         raise ConfigError(f"unknown workload {workload!r}; the model knows: {', '.join(encoder.workloads)}")
     if not 0.0 <= prefix_fraction < 1.0:
@@ -62,6 +65,10 @@ def generate(
     channels = model.channels
     banned = encoder.never_generated()
     event_names = list(encoder.event.decode(np.arange(encoder.event.vocab_size))) if guide is not None else None
+    support_cover = None
+    if support_rounds and encoder.support is not None and workload in encoder.support.grams:
+        def support_cover(codes: np.ndarray, support=encoder.support) -> np.ndarray:
+            return support.cover(codes, workload)
     parts: list[dict[str, np.ndarray]] = []
     produced = 0
     prev_codes: dict[str, np.ndarray] | None = None
@@ -96,7 +103,8 @@ def generate(
                               temperature, guide, partial_fn, banned=banned, order=order,
                               time_grid=time_grid, offset=offset, event_names=event_names,
                               corrector_steps=corrector_steps, start_temperature=start_temperature,
-                              spread=spread, channel_temperature=channel_temperature)
+                              spread=spread, channel_temperature=channel_temperature,
+                              support_cover=support_cover, support_rounds=support_rounds)
         cols = decoder.decode_window(codes, start, slot_tids.copy())
         take = min(n_events - produced, window - start)
         parts.append({k: v[:take] for k, v in cols.items()})

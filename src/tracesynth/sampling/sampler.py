@@ -18,6 +18,14 @@ the drawn value, so it does not favour frequent values; the drawn values are sti
 to MASK (and, if it asks to, rule event names out before they are drawn). Optional corrector
 steps afterwards re-mask and redraw the least likely generated tokens. Only positions revealed
 at a step go through the output heads, and a step that reveals nothing skips the network.
+
+The support corrector (`support_cover`, `support_rounds`) runs last: the events that lie in an
+event 8-gram no training trace contains (`encoding.support`) go back to MASK and are drawn again
+in `support_steps` short reverse steps, up to `support_rounds` times; a round that leaves more
+such events than it found is undone. Those grams are where tokens drawn in the same step do not
+fit together (a loop iteration with one read too many), and they are what a window classifier
+sees; the model's own per-token scores (the corrector above) rate most of them as likely, the
+table does not (docs/model.md, "Support corrector").
 """
 
 from __future__ import annotations
@@ -113,6 +121,9 @@ def sample_window(
     start_temperature: float | None = None,
     spread: int = 0,
     channel_temperature: dict[str, float] | None = None,
+    support_cover: Callable[[np.ndarray], np.ndarray] | None = None,
+    support_rounds: int = 0,
+    support_steps: int = 2,
 ) -> dict[str, np.ndarray]:
     """Codes for one window (numpy int64 per channel). `known[ch]` holds codes where
     `known_mask[ch]` is True; everything else is generated. `banned[ch]` lists classes never
@@ -124,9 +135,13 @@ def sample_window(
     replaces `temperature` for the events among the trace's first `trace_positions`. `spread`
     (confidence order only): tokens revealed in one step stay more than this many positions
     apart where the step's quota allows. `channel_temperature` divides a channel's logits
-    before drawing and ranking (so it multiplies `temperature` for that channel)."""
+    before drawing and ranking (so it multiplies `temperature` for that channel).
+    `support_cover(event codes) -> bool per position` marks events inside k-grams unseen in
+    training; with `support_rounds` > 0 the support corrector redraws them (module docstring)."""
     if steps < 1:
         raise ValueError("steps must be at least 1")
+    if support_rounds < 0 or support_steps < 1:
+        raise ValueError("support rounds must be >= 0 and support steps >= 1")
     if start_temperature is not None and start_temperature <= 0:
         raise ValueError("start temperature must be positive")
     if spread < 0:
@@ -253,4 +268,21 @@ def sample_window(
             score += logp.gather(1, x[ch][0, free][:, None]).flatten()
         remask(free[torch.topk(score, n_redraw, largest=False).indices])
         reveal(corrector_fraction, 1.0)
+    if support_cover is not None and "event" in model.channels:
+        # Support corrector: a short reverse pass (from t = 1/steps, where little is masked)
+        # over the events in unseen k-grams; a round that makes things worse is undone.
+        sub = [p / steps for p in time_points(support_steps, time_grid)]
+        bad = np.asarray(support_cover(x["event"][0].cpu().numpy()), dtype=bool) & ~any_clamped
+        for _ in range(support_rounds):
+            if not bad.any():
+                break
+            before = {ch: x[ch].clone() for ch in model.channels}
+            remask(torch.as_tensor(np.nonzero(bad)[0], device=device))
+            for j in range(support_steps):
+                reveal(sub[j], schedule.unmask_probability(sub[j], sub[j + 1]))
+            now = np.asarray(support_cover(x["event"][0].cpu().numpy()), dtype=bool) & ~any_clamped
+            if now.sum() > bad.sum():
+                x.update(before)
+                break
+            bad = now
     return {ch: x[ch][0].cpu().numpy().astype(np.int64) for ch in model.channels}

@@ -1,0 +1,86 @@
+"""Which event k-grams the training traces contain, per workload: the support corrector's table.
+
+The masked-diffusion sampler draws the tokens of one reverse step independently, so at 16 steps
+for 3,072 new events a window gets ~190 tokens per network call, and some land where the events
+around them do not fit: a loop iteration with one read too many, an exit followed by the wrong
+entry. Each such slip is an event 8-gram that no real run contains (gzip, 3000-step model: 13%
+of generated 8-grams never occur in training; a held-out real run: 0.03%), and those are what a
+window classifier sees first (docs/model.md, "Why windows are still told from real ones"). The
+sampler uses this table after its reverse steps to find the events inside unseen 8-grams and
+draw them again (`sampling.sampler`, "support corrector").
+
+Stored as sorted 64-bit hashes of the k-grams of event codes (one array per workload), so
+membership is one `np.isin` and the table is a few MB even for the largest bundled workload.
+The hashes are of event types only (no timestamps, threads or arguments) and are kept with the
+model in `support.safetensors` (safetensors, never pickle).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+K = 8  # events per gram: the order at which real runs have (almost) no unseen grams
+_MULT = np.uint64(0x9E3779B97F4A7C15)  # an odd 64-bit multiplier (golden ratio): a polynomial hash
+
+
+def gram_hashes(codes: np.ndarray, k: int = K) -> np.ndarray:
+    """Hash of each k-gram of `codes` (len - k + 1 values; none if shorter than k). Codes are
+    shifted by one so that code 0 still changes the hash."""
+    codes = np.asarray(codes).astype(np.uint64) + np.uint64(1)
+    n = len(codes) - k + 1
+    if n <= 0:
+        return np.zeros(0, dtype=np.uint64)
+    out = np.zeros(n, dtype=np.uint64)
+    with np.errstate(over="ignore"):  # wrap-around is the hash
+        for i in range(k):
+            out = out * _MULT + codes[i:i + n]
+    return out
+
+
+class EventSupport:
+    """The set of event k-grams seen in training, per workload."""
+
+    def __init__(self, k: int = K, grams: dict[str, np.ndarray] | None = None):
+        if k < 2:
+            raise ValueError("support k-grams need k >= 2")
+        self.k = k
+        self.grams: dict[str, np.ndarray] = dict(grams or {})
+
+    @classmethod
+    def fit(cls, sequences: Iterable[tuple[str, np.ndarray]], k: int = K) -> EventSupport:
+        """`sequences`: (workload, event codes of one trace) pairs; grams never cross traces."""
+        parts: dict[str, list[np.ndarray]] = {}
+        for workload, codes in sequences:
+            parts.setdefault(workload, []).append(gram_hashes(codes, k))
+        return cls(k, {w: np.unique(np.concatenate(p)) for w, p in parts.items()})
+
+    def novel(self, codes: np.ndarray, workload: str) -> np.ndarray:
+        """bool per k-gram start: the gram codes[i:i+k] was not seen for `workload`."""
+        return ~np.isin(gram_hashes(codes, self.k), self.grams.get(workload, np.zeros(0, np.uint64)))
+
+    def cover(self, codes: np.ndarray, workload: str) -> np.ndarray:
+        """bool per event: it lies inside at least one unseen k-gram."""
+        starts = np.nonzero(self.novel(codes, workload))[0]
+        edges = np.zeros(len(codes) + 1, dtype=np.int64)
+        np.add.at(edges, starts, 1)
+        np.add.at(edges, starts + self.k, -1)
+        return np.cumsum(edges)[:len(codes)] > 0
+
+    def novel_share(self, codes: np.ndarray, workload: str) -> float:
+        """Share of the k-grams of `codes` not seen in training (0.0 for a too-short sequence)."""
+        novel = self.novel(codes, workload)
+        return float(novel.mean()) if len(novel) else 0.0
+
+    # --- persistence: tensors for safetensors ---------------------------------------------
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        arrays = {f"grams/{w}": g.view(np.int64) for w, g in self.grams.items()}
+        arrays["k"] = np.array([self.k], dtype=np.int64)
+        return arrays
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> EventSupport:
+        grams = {key.split("/", 1)[1]: np.ascontiguousarray(v, dtype=np.int64).view(np.uint64)
+                 for key, v in arrays.items() if key.startswith("grams/")}
+        return cls(int(arrays["k"][0]), grams)
