@@ -54,6 +54,24 @@ def test_generate_writes_a_readable_canonical_trace(trained, tmp_path, suffix):
     assert tracesynth.load(out).meta.workload == "bug"
 
 
+def test_generate_support_rounds_zero_is_the_sampler_without_the_corrector(trained, tmp_path):
+    """The model carries its 8-gram table; --support-rounds 0 samples without it, and the
+    default (8 rounds) leaves no more unseen 8-grams in a window than it found."""
+    from tracesynth.model.checkpoint import load_model
+
+    _, model = trained
+    _, encoder, _, _ = load_model(model)
+    assert (model / "support.safetensors").exists() and encoder.support.grams["bug"].size
+    traces = {}
+    for rounds in ("0", "8"):
+        out = tmp_path / f"r{rounds}.parquet"
+        assert main(["generate", str(model), "-n", "64", "--steps", "4", "--seed", "2", "--constraints", "none",
+                     "--support-rounds", rounds, "-o", str(out)]) == 0
+        traces[rounds] = encoder.encode(tracesynth.load(out))["event"]
+    novel = {r: encoder.support.novel(codes, "bug").sum() for r, codes in traces.items()}
+    assert novel["8"] <= novel["0"]
+
+
 def test_generate_with_repair_and_guided(trained, tmp_path):
     _, model = trained
     out = tmp_path / "repaired.parquet"
@@ -79,6 +97,8 @@ def test_bad_requests_fail_with_one_line_errors(trained, tmp_path, capsys):
     assert "--spread must be >= 0" in capsys.readouterr().err
     assert main(["generate", str(model), "-n", "10", "--tid-temperature", "-1", "-o", str(tmp_path / "x.parquet")]) == 2
     assert "--tid-temperature must be positive" in capsys.readouterr().err
+    assert main(["generate", str(model), "-n", "10", "--support-rounds", "-1", "-o", str(tmp_path / "x.parquet")]) == 2
+    assert "--support-rounds must be >= 0" in capsys.readouterr().err
     assert main(["train", "no-such-thing", "-o", str(tmp_path / "m")]) == 2
     assert main(["train", str(data), "-o", str(tmp_path / "m"), "--channels", "event,colour"]) == 2
     assert not (tmp_path / "x.parquet").exists()

@@ -210,3 +210,31 @@ def test_spread_keeps_tokens_revealed_together_apart(full_model):
     assert gaps[0] <= 3 < gaps[3]  # without spread, neighbours go together; with it, > 3 apart
     with pytest.raises(ValueError, match="spread"):
         _first_step_reveals(model, codes, -1)
+
+
+def test_support_corrector_redraws_flagged_events_and_never_leaves_more(full_model):
+    """The corrector re-masks what `support_cover` flags and draws it again; known events stay,
+    and a round that would leave more flagged events than it found is undone."""
+    model, encoder, real = full_model
+    codes, _ = _window(encoder, real)
+    known_mask = {ch: np.arange(64) < 16 for ch in codes}  # prefix continuation
+    plain = sample_window(model, codes, known_mask, 0, steps=4, generator=torch.Generator().manual_seed(3))
+    target = np.bincount(plain["event"][16:]).argmax()  # the commonest generated event: "unseen"
+    calls = []
+
+    def cover(events):
+        calls.append(int((events[16:] == target).sum()))
+        return events == target
+
+    fixed = sample_window(model, codes, known_mask, 0, steps=4, generator=torch.Generator().manual_seed(3),
+                          support_cover=cover, support_rounds=3)
+    for ch in codes:
+        assert (fixed[ch][:16] == codes[ch][:16]).all()
+    assert calls[0] == int((plain["event"][16:] == target).sum())  # the corrector starts from the plain window
+    assert int((fixed["event"][16:] == target).sum()) < calls[0]
+    assert int((fixed["event"][16:] == target).sum()) == min(calls)
+    untouched = sample_window(model, codes, known_mask, 0, steps=4, generator=torch.Generator().manual_seed(3),
+                              support_cover=cover, support_rounds=0)
+    assert all((untouched[ch] == plain[ch]).all() for ch in plain)
+    with pytest.raises(ValueError):
+        sample_window(model, codes, known_mask, 0, steps=4, support_cover=cover, support_rounds=-1)
