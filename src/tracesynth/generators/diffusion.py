@@ -38,7 +38,7 @@ TID_TEMPERATURE = 0.5
 # Rounds of the sampler's support corrector (sampling/sampler.py): events inside event 8-grams
 # that no training trace contains are redrawn, each round two short network calls. Measured in
 # docs/model.md, "Support corrector".
-SUPPORT_ROUNDS = 8
+SUPPORT_ROUNDS = 4
 
 
 def constraint_tools(mode: str, single_thread: bool = False):

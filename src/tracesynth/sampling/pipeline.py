@@ -68,7 +68,7 @@ def generate(
     support_cover = None
     if support_rounds and encoder.support is not None and workload in encoder.support.grams:
         def support_cover(codes: np.ndarray, support=encoder.support) -> np.ndarray:
-            return support.cover(codes, workload)
+            return support.excess_cover(codes, workload)
     parts: list[dict[str, np.ndarray]] = []
     produced = 0
     prev_codes: dict[str, np.ndarray] | None = None
