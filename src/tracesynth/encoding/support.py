@@ -22,6 +22,11 @@ from collections.abc import Iterable
 import numpy as np
 
 K = 8  # events per gram: the order at which real runs have (almost) no unseen grams
+# Above this many distinct k-grams per training event a workload's grammar is open (processes
+# launched and interleaved: pybench 0.017, build 0.031; the six others 0.001-0.006): an unseen
+# gram in a sample is weak evidence of a slip there, and redrawing around it measured worse
+# (docs/model.md, "Support corrector"), so the corrector leaves such workloads alone.
+OPEN_DENSITY = 0.01
 _MULT = np.uint64(0x9E3779B97F4A7C15)  # an odd 64-bit multiplier (golden ratio): a polynomial hash
 
 
@@ -44,12 +49,22 @@ class EventSupport:
     real run has (`natural`)."""
 
     def __init__(self, k: int = K, grams: dict[str, np.ndarray] | None = None,
-                 natural: dict[str, float] | None = None):
+                 natural: dict[str, float] | None = None, positions: dict[str, int] | None = None):
         if k < 2:
             raise ValueError("support k-grams need k >= 2")
         self.k = k
         self.grams: dict[str, np.ndarray] = dict(grams or {})
         self.natural: dict[str, float] = dict(natural or {})
+        self.positions: dict[str, int] = dict(positions or {})  # k-grams counted in training
+
+    def density(self, workload: str) -> float:
+        """Distinct k-grams per k-gram of training (1.0 when unknown: treated as open)."""
+        total = self.positions.get(workload, 0)
+        return len(self.grams.get(workload, ())) / total if total else 1.0
+
+    def applies(self, workload: str) -> bool:
+        """Whether the corrector should use this table for `workload` (a closed grammar)."""
+        return workload in self.grams and self.density(workload) <= OPEN_DENSITY
 
     @classmethod
     def fit(cls, sequences: Iterable[tuple[str, np.ndarray]], k: int = K) -> EventSupport:
@@ -63,17 +78,18 @@ class EventSupport:
         parts: dict[str, list[np.ndarray]] = {}
         for workload, codes in sequences:
             parts.setdefault(workload, []).append(np.asarray(codes))
-        grams, natural = {}, {}
+        grams, natural, positions = {}, {}, {}
         for w, runs in parts.items():
             hashes = [gram_hashes(c, k) for c in runs]
             grams[w] = np.unique(np.concatenate(hashes))
+            positions[w] = int(sum(len(h) for h in hashes))
             if len(runs) == 1:
                 half = len(runs[0]) // 2
                 hashes = [gram_hashes(runs[0][:half], k), gram_hashes(runs[0][half:], k)]
             shares = [float((~np.isin(h, np.concatenate(hashes[:i] + hashes[i + 1:]))).mean())
                       for i, h in enumerate(hashes) if len(h)]
             natural[w] = float(np.mean(shares)) if shares else 0.0
-        return cls(k, grams, natural)
+        return cls(k, grams, natural, positions)
 
     def novel(self, codes: np.ndarray, workload: str) -> np.ndarray:
         """bool per k-gram start: the gram codes[i:i+k] was not seen for `workload`."""
@@ -104,6 +120,7 @@ class EventSupport:
     def to_arrays(self) -> dict[str, np.ndarray]:
         arrays = {f"grams/{w}": g.view(np.int64) for w, g in self.grams.items()}
         arrays.update({f"natural/{w}": np.array([v], dtype=np.float64) for w, v in self.natural.items()})
+        arrays.update({f"positions/{w}": np.array([v], dtype=np.int64) for w, v in self.positions.items()})
         arrays["k"] = np.array([self.k], dtype=np.int64)
         return arrays
 
@@ -112,4 +129,5 @@ class EventSupport:
         grams = {key.split("/", 1)[1]: np.ascontiguousarray(v, dtype=np.int64).view(np.uint64)
                  for key, v in arrays.items() if key.startswith("grams/")}
         natural = {key.split("/", 1)[1]: float(v[0]) for key, v in arrays.items() if key.startswith("natural/")}
-        return cls(int(arrays["k"][0]), grams, natural)
+        positions = {key.split("/", 1)[1]: int(v[0]) for key, v in arrays.items() if key.startswith("positions/")}
+        return cls(int(arrays["k"][0]), grams, natural, positions)

@@ -36,8 +36,10 @@ SPREAD = 4
 # Measured in docs/model.md, "Thread temperature".
 TID_TEMPERATURE = 0.5
 # Rounds of the sampler's support corrector (sampling/sampler.py): events inside event 8-grams
-# that no training trace contains are redrawn, each round two short network calls. Measured in
-# docs/model.md, "Support corrector".
+# that no training trace contains are redrawn, each round two short network calls, on workloads
+# whose training runs have a closed grammar (encoding/support.py). 4 rounds kept generation
+# above 5,000 events/s on 2 cores (8 rounds: 4,400-7,200); measured in docs/model.md, "Support
+# corrector".
 SUPPORT_ROUNDS = 4
 
 

@@ -50,7 +50,8 @@ def generate(
     """Generate `n_events` canonical events for `workload` (deterministic in `seed` on CPU);
     with `prefix`, they continue that trace (its last events condition the first window).
     `support_rounds` > 0 runs the sampler's support corrector against the training traces'
-    event 8-grams of `workload` (a model saved before the table existed has none: no-op)."""
+    event 8-grams of `workload` where that grammar is closed (`EventSupport.applies`; a model
+    saved before the table existed has none: no-op)."""
     if workload not in encoder.workloads:
         raise ConfigError(f"unknown workload {workload!r}; the model knows: {', '.join(encoder.workloads)}")
     if not 0.0 <= prefix_fraction < 1.0:
@@ -66,7 +67,7 @@ def generate(
     banned = encoder.never_generated()
     event_names = list(encoder.event.decode(np.arange(encoder.event.vocab_size))) if guide is not None else None
     support_cover = None
-    if support_rounds and encoder.support is not None and workload in encoder.support.grams:
+    if support_rounds and encoder.support is not None and encoder.support.applies(workload):
         def support_cover(codes: np.ndarray, support=encoder.support) -> np.ndarray:
             return support.excess_cover(codes, workload)
     parts: list[dict[str, np.ndarray]] = []
