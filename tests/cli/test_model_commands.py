@@ -72,6 +72,15 @@ def test_generate_support_rounds_zero_is_the_sampler_without_the_corrector(train
     assert novel["8"] <= novel["0"]
 
 
+def test_generate_reports_unseen_8grams(trained, tmp_path, capsys):
+    _, model = trained
+    capsys.readouterr()
+    assert main(["generate", str(model), "-n", "64", "--steps", "4", "--constraints", "none",
+                 "-o", str(tmp_path / "s.parquet")]) == 0
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith("support corrector: ") and "8-grams unseen in training" in line, line
+
+
 def test_generate_with_repair_and_guided(trained, tmp_path):
     _, model = trained
     out = tmp_path / "repaired.parquet"

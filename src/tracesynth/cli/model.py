@@ -179,3 +179,18 @@ def generate(
     note = f", {edits} repair edits" if edits is not None else ""
     console_err.print(f"{n_events:,} events ({workload}, {steps} steps, constraints {constraints}{note}) "
                       f"in {time.perf_counter() - start:.1f} s → {out}", highlight=False)
+    console_err.print(_support_note(gen, trace, workload), highlight=False, soft_wrap=True)
+
+
+def _support_note(gen, trace, workload: str) -> str:
+    """One line on the trace's event 8-grams against the training runs' (the support corrector's
+    table): how many are unseen, next to what one real run has against the others."""
+    support = gen.encoder_.support
+    if support is None or workload not in support.grams:
+        return "support corrector: off (model saved without its training 8-grams)"
+    share = support.novel_share(gen.encoder_.encode(trace)["event"], workload)
+    real = f"a training run against the others: {support.natural.get(workload, 0.0):.2%}"
+    if not support.applies(workload):
+        return f"support corrector: off (open grammar); 8-grams unseen in training {share:.2%} ({real})"
+    state = f"{gen.support_rounds} rounds" if gen.support_rounds else "off (--support-rounds 0)"
+    return f"support corrector: {state}; 8-grams unseen in training {share:.2%} ({real})"
