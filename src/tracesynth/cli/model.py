@@ -121,7 +121,7 @@ def generate(
                                                "(full models; default: the model's, 0.5)."),
     support_rounds: int = typer.Option(None, "--support-rounds",
                                        help="Rounds of redrawing the events in 8-grams no training trace "
-                                            "contains (0 = off; default: the model's, 8)."),
+                                            "contains (0 = off; default: the model's, 4)."),
     constraints: str = typer.Option("guided", "--constraints", help="none, repair, or guided (guide + repair)."),
     format: str = typer.Option(None, "-f", "--format", help="parquet, csv, jsonl, text or ctf."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),

@@ -207,7 +207,8 @@ def _tracesynth(config: ExperimentConfig, cell: Cell, steps: int):
 
 def _sampling_settings(ts) -> dict:
     """The config's sampling settings that are set: they apply to new and reused models alike."""
-    return {key: getattr(ts, key) for key in ("spread", "tid_temperature", "support_rounds") if getattr(ts, key) is not None}
+    keys = ("spread", "tid_temperature", "support_rounds")
+    return {key: getattr(ts, key) for key in keys if getattr(ts, key) is not None}
 
 
 def _trained_tracesynth(config, cell, steps, split, out_dir, on_progress):
