@@ -98,11 +98,7 @@ class EventSupport:
 
     def cover(self, codes: np.ndarray, workload: str) -> np.ndarray:
         """bool per event: it lies inside at least one unseen k-gram."""
-        starts = np.nonzero(self.novel(codes, workload))[0]
-        edges = np.zeros(len(codes) + 1, dtype=np.int64)
-        np.add.at(edges, starts, 1)
-        np.add.at(edges, starts + self.k, -1)
-        return np.cumsum(edges)[:len(codes)] > 0
+        return self._spread(self.novel(codes, workload), len(codes))
 
     def excess_cover(self, codes: np.ndarray, workload: str) -> np.ndarray:
         """`cover`, or nothing flagged when the share of unseen k-grams is within the
@@ -110,7 +106,15 @@ class EventSupport:
         novel = self.novel(codes, workload)
         if not len(novel) or novel.mean() <= self.natural.get(workload, 0.0):
             return np.zeros(len(codes), dtype=bool)
-        return self.cover(codes, workload)
+        return self._spread(novel, len(codes))
+
+    def _spread(self, novel: np.ndarray, n: int) -> np.ndarray:
+        """Per-gram flags → per-event flags (each gram covers its k events)."""
+        starts = np.nonzero(novel)[0]
+        edges = np.zeros(n + 1, dtype=np.int64)
+        np.add.at(edges, starts, 1)
+        np.add.at(edges, starts + self.k, -1)
+        return np.cumsum(edges)[:n] > 0
 
     def novel_share(self, codes: np.ndarray, workload: str) -> float:
         """Share of the k-grams of `codes` not seen in training (0.0 for a too-short sequence)."""
