@@ -8,6 +8,10 @@ Measures, on event-name sequences:
   the training traces (64-bit rolling hashes);
 - `longest_common_substring`: longest run of events that also occurs in training (binary search
   on the length with the same hashes: a run of L implies one of every shorter length);
+- `unseen_kgram_share["8"]`: the other side of copying — share of synthetic 8-grams that no
+  training trace contains. A real holdout run has almost none (bundled workloads: 0.03-4%,
+  build the highest); a generator's slips (events drawn together that do not fit) show here
+  first (docs/model.md, "Support corrector");
 - `dcr`: distance to closest record — windows of `DCR_WINDOW` events as hashed 1..2-gram
   frequency vectors; for each synthetic window, the Euclidean distance to the nearest training
   window (stride `DCR_WINDOW // 8`, so a copied window lies within 4 events of one); its median,
@@ -38,6 +42,7 @@ DCR_BUCKETS = 256
 FLAG_MARGIN = 0.10
 FLAG_KS = (256, 1024)  # 64-grams recur by chance in low-entropy runs (a loop's syscalls)
 FLAG_MIN_LCS = 1024
+UNSEEN_K = 8  # the order at which real runs repeat their training runs' grams almost entirely
 FLAG_LCS_FACTOR = 2.0
 
 
@@ -104,15 +109,18 @@ def measure(candidate: Sequence[Encoded], training: Sequence[Encoded],
             training_hashes: dict[int, np.ndarray], seed: int = 0) -> dict:
     cand_tokens = [c.tokens for c in candidate]
     train_tokens = [t.tokens for t in training]
+    unseen = hashes_of_many(cand_tokens, UNSEEN_K)
     return {
         "kgram_copy_share": kgram_copy_share(cand_tokens, training_hashes),
+        "unseen_kgram_share": {str(UNSEEN_K): float((~np.isin(unseen, training_hashes[UNSEEN_K])).mean())
+                               if len(unseen) else None},
         "longest_common_substring": longest_common_substring(cand_tokens, train_tokens),
         "dcr": distance_to_closest_record(cand_tokens, train_tokens, training_hashes[DCR_WINDOW], seed),
     }
 
 
 def training_hashes(training: Sequence[Encoded]) -> dict[int, np.ndarray]:
-    return {k: np.unique(hashes_of_many([t.tokens for t in training], k)) for k in COPY_KS}
+    return {k: np.unique(hashes_of_many([t.tokens for t in training], k)) for k in (*COPY_KS, UNSEEN_K)}
 
 
 def flag(candidate: dict, holdout: dict) -> dict:

@@ -160,6 +160,7 @@ def headline_rows(report: dict) -> list[list]:
             h["discriminative_timed"].get("512"), h["discriminative_timed_real_floor"].get("512"),
             h["copy_rate"].get("256"), h["copy_rate_holdout"].get("256"),
             h["privacy_flagged"],
+            h.get("unseen_8gram_share"), h.get("unseen_8gram_share_holdout"),
         ])
     return rows
 
@@ -169,7 +170,7 @@ HEADLINE_HEADER = ["workload", "TSTR/TRTR next-event n-gram", "TSTR/TRTR next-ev
                    "next-event n-gram TSTR weighted-F1", "  TRTR weighted-F1", "discriminative 512", "  real floor 512",
                    "discriminative 2048", "  real floor 2048", "discriminative+timing 512",
                    "  real floor (timing) 512", "copy share k=256", "  holdout k=256",
-                   "copies more than holdout"]
+                   "copies more than holdout", "8-grams unseen in training", "  holdout 8-grams unseen"]
 
 _STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px}
 table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;
@@ -231,6 +232,8 @@ def render_html(report: dict, title: str = "TraceSynth evaluation") -> str:
                  priv["holdout"]["dcr"]["exact_share"]]]
         rows += [[f"{k}-gram copy share", v, priv["holdout"]["kgram_copy_share"][k]]
                  for k, v in priv["synthetic"]["kgram_copy_share"].items()]
+        rows += [[f"{k}-grams unseen in training", v, priv["holdout"]["unseen_kgram_share"][k]]
+                 for k, v in priv["synthetic"]["unseen_kgram_share"].items()]
         parts.append(_table(rows, ["privacy (vs training)", "synthetic", "real holdout"]))
         if priv["flag"]["flagged"]:
             parts.append("<p><b>Flagged: copies more than the holdout</b>: "

@@ -204,6 +204,8 @@ def _headline(per: dict) -> dict:
         "copy_rate": per["privacy"]["synthetic"]["kgram_copy_share"],
         "copy_rate_holdout": per["privacy"]["holdout"]["kgram_copy_share"],
         "privacy_flagged": per["privacy"]["flag"]["flagged"],
+        "unseen_8gram_share": per["privacy"]["synthetic"]["unseen_kgram_share"]["8"],
+        "unseen_8gram_share_holdout": per["privacy"]["holdout"]["unseen_kgram_share"]["8"],
         "event_jsd": per["fidelity"]["synthetic_vs_real"]["marginals"]["event_jsd"],
         "event_jsd_real_floor": per["fidelity"]["real_vs_real"]["marginals"]["event_jsd"],
         "ngram4_coverage": (per["fidelity"]["synthetic_vs_real"]["ngrams"].get("4") or {}).get("coverage"),

@@ -187,6 +187,8 @@ def cell_metrics(report: dict, workload: str, predictor: str) -> dict:
         "copy_rate_256": _get(head, "copy_rate", "256"),
         "copy_rate_256_holdout": _get(head, "copy_rate_holdout", "256"),
         "privacy_flagged": head.get("privacy_flagged"),
+        "unseen_8gram": head.get("unseen_8gram_share"),
+        "unseen_8gram_holdout": head.get("unseen_8gram_share_holdout"),
         "event_jsd": head.get("event_jsd"),
         "event_jsd_floor": head.get("event_jsd_real_floor"),
         "eval_seconds": report["cost"]["wall_seconds"],
