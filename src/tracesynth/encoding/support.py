@@ -22,27 +22,21 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from tracesynth.evaluation.windows import kgram_hashes
+
 K = 8  # events per gram: the order at which real runs have (almost) no unseen grams
 # Above this many distinct k-grams per training event a workload's grammar is open (processes
 # launched and interleaved: pybench 0.017, build 0.031; the six others 0.001-0.006): an unseen
 # gram in a sample is weak evidence of a slip there, and redrawing around it measured worse
 # (docs/model.md, "Support corrector"), so the corrector leaves such workloads alone.
 OPEN_DENSITY = 0.01
-_MULT = np.uint64(0x9E3779B97F4A7C15)  # an odd 64-bit multiplier (golden ratio): a polynomial hash
 
 
 def gram_hashes(codes: np.ndarray, k: int = K) -> np.ndarray:
-    """Hash of each k-gram of `codes` (len - k + 1 values; none if shorter than k). Codes are
-    shifted by one so that code 0 still changes the hash."""
-    codes = np.asarray(codes).astype(np.uint64) + np.uint64(1)
-    n = len(codes) - k + 1
-    if n <= 0:
-        return np.zeros(0, dtype=np.uint64)
-    out = np.zeros(n, dtype=np.uint64)
-    with np.errstate(over="ignore"):  # wrap-around is the hash
-        for i in range(k):
-            out = out * _MULT + codes[i:i + n]
-    return out
+    """Hash of each k-gram of `codes` (len - k + 1 values; none if shorter than k): the
+    evaluation's 64-bit k-gram hash (`evaluation.windows.kgram_hashes`), so the table and the
+    evaluation's unseen-8-gram share count the same grams."""
+    return kgram_hashes(np.asarray(codes), k)
 
 
 class EventSupport:
