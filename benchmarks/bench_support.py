@@ -29,11 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
-    import torch
-
     from tracesynth.generators.diffusion import SUPPORT_ROUNDS, TraceSynth
 
-    torch.set_num_threads(max(1, torch.get_num_threads()))
+    if not args.models.is_dir():
+        print(f"{args.models}: not a directory of model directories", file=sys.stderr)
+        return 2
     wanted = set(args.workloads.split(",")) if args.workloads else None
     dirs = sorted(d for d in args.models.iterdir() if d.is_dir() and d.name.startswith("tracesynth__"))
     if wanted:

@@ -42,8 +42,8 @@ DCR_BUCKETS = 256
 FLAG_MARGIN = 0.10
 FLAG_KS = (256, 1024)  # 64-grams recur by chance in low-entropy runs (a loop's syscalls)
 FLAG_MIN_LCS = 1024
-UNSEEN_K = 8  # the order at which real runs repeat their training runs' grams almost entirely
 FLAG_LCS_FACTOR = 2.0
+UNSEEN_K = 8  # the order at which real runs repeat their training runs' grams almost entirely
 
 
 def kgram_copy_share(candidate: Sequence[np.ndarray], training_hashes: dict[int, np.ndarray]) -> dict:
