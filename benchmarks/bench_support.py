@@ -1,14 +1,19 @@
-"""What the support corrector costs and buys, in one run on this machine: for each trained model,
-generate the same trace (same seed, guided) with `support_rounds` 0 and with the default, in
-alternating order, and print events/s, the ratio, and the share of the trace's event 8-grams
-that no training run contains (what the corrector removes), beside a training run's own share.
+"""What the sampler's table-driven passes cost and buy, in one run on this machine: for each
+trained model, generate the same trace (same seed, guided) with the pass off and at its default
+rounds, in alternating order, and print events/s, the ratio, and what the pass changes:
+
+- `--corrector support` (default): the support corrector; the share of the trace's event 8-grams
+  that no training run contains, beside a training run's own share;
+- `--corrector copy`: the copy guard; the share of the trace's event 256-grams that occur
+  verbatim in a training run, in the whole trace and in its first window (the start-up).
 
     .venv/bin/python benchmarks/bench_support.py --models out/light4096-3000-support/models \\
-        [--workloads gzip,stream] [--events 32768] [--repeats 2]
+        [--corrector support|copy] [--workloads gzip,stream] [--events 32768] [--repeats 2]
 
-Models must carry their 8-gram table (`support.safetensors`: every model trained since the
-corrector exists; older ones: see benchmarks/results/experiments-light4096-3000-support/
-COMMAND.md). The machine is noisy: read the ratio, measured in the same run, not the rates.
+Models must carry their tables (`support.safetensors`, and `copies.safetensors` for the copy
+guard: every model trained since they exist; older ones: see benchmarks/results/
+experiments-light4096-3000-copyguard/COMMAND.md). The machine is noisy: read the ratio, measured
+in the same run, not the rates.
 """
 
 from __future__ import annotations
@@ -27,9 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=32768)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--corrector", choices=("support", "copy"), default="support")
     args = parser.parse_args(argv)
 
-    from tracesynth.generators.diffusion import SUPPORT_ROUNDS, TraceSynth
+    from tracesynth.generators.diffusion import COPY_ROUNDS, SUPPORT_ROUNDS, TraceSynth
 
     if not args.models.is_dir():
         print(f"{args.models}: not a directory of model directories", file=sys.stderr)
@@ -42,30 +48,42 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.models}: no tracesynth__* model directories" + (f" for {args.workloads}" if wanted else ""),
               file=sys.stderr)
         return 2
-    print(f"{'workload':10s} {'rounds':>6s} {'events/s':>10s} {'unseen 8-grams':>15s}   ratio (on/off time)")
+    copy = args.corrector == "copy"
+    setting, default = ("copy_rounds", COPY_ROUNDS) if copy else ("support_rounds", SUPPORT_ROUNDS)
+    measured = "copied 256-grams (first window)" if copy else "unseen 8-grams"
+    print(f"{'workload':10s} {'rounds':>6s} {'events/s':>10s} {measured:>32s}   ratio (on/off time)")
     for d in dirs:
         workload = d.name.split("__")[1]
         gen = TraceSynth.load(d, device="cpu")
-        support = gen.encoder_.support
-        if support is None or workload not in support.grams:
-            print(f"{workload:10s} skipped: the model has no 8-gram table", file=sys.stderr)
+        support, copies = gen.encoder_.support, gen.encoder_.copies
+        if support is None or workload not in support.grams or (copy and (copies is None or workload not in copies.spans)):
+            print(f"{workload:10s} skipped: the model has no {'span' if copy else '8-gram'} table", file=sys.stderr)
             continue
-        times: dict[int, list[float]] = {0: [], SUPPORT_ROUNDS: []}
-        unseen: dict[int, float] = {}
+        gen.copy_rounds, gen.support_rounds = COPY_ROUNDS, SUPPORT_ROUNDS
+        times: dict[int, list[float]] = {0: [], default: []}
+        effect: dict[int, str] = {}
         for _ in range(args.repeats):
-            for rounds in (0, SUPPORT_ROUNDS):
-                gen.support_rounds = rounds
+            for rounds in (0, default):
+                setattr(gen, setting, rounds)
                 start = time.perf_counter()
                 trace = gen.generate(args.events, workload, args.seed, constraints="guided")
                 times[rounds].append(time.perf_counter() - start)
-                unseen[rounds] = support.novel_share(gen.encoder_.encode(trace)["event"], workload)
-        note = "" if support.applies(workload) else "  (open grammar: corrector off)"
-        for rounds in (0, SUPPORT_ROUNDS):
+                codes = gen.encoder_.encode(trace)["event"]
+                if copy:
+                    first = codes[:gen.model_.config.context]
+                    effect[rounds] = f"{copies.copy_share(codes, workload):.2%} ({copies.copy_share(first, workload):.2%})"
+                else:
+                    effect[rounds] = f"{support.novel_share(codes, workload):.2%}"
+        for rounds in (0, default):
             rate = args.events / statistics.median(times[rounds])
-            print(f"{workload:10s} {rounds:6d} {rate:10,.0f} {unseen[rounds]:15.2%}")
-        ratio = statistics.median(times[SUPPORT_ROUNDS]) / statistics.median(times[0])
-        print(f"{'':10s} {'':6s} {'':10s} {'':15s}   {ratio:.2f}x time; a training run's own unseen share "
-              f"{support.natural.get(workload, 0.0):.2%}{note}")
+            print(f"{workload:10s} {rounds:6d} {rate:10,.0f} {effect[rounds]:>32s}")
+        ratio = statistics.median(times[default]) / statistics.median(times[0])
+        if copy:
+            note = ""
+        else:
+            note = f"; a training run's own unseen share {support.natural.get(workload, 0.0):.2%}"
+            note += "" if support.applies(workload) else "  (open grammar: corrector off)"
+        print(f"{'':10s} {'':6s} {'':10s} {'':32s}   {ratio:.2f}x time{note}")
     return 0
 
 

@@ -62,6 +62,7 @@ def test_generate_support_rounds_zero_is_the_sampler_without_the_corrector(train
     _, model = trained
     _, encoder, _, _ = load_model(model)
     assert (model / "support.safetensors").exists() and encoder.support.grams["bug"].size
+    assert (model / "copies.safetensors").exists() and encoder.copies.spans["bug"].size
     traces = {}
     for rounds in ("0", "8"):
         out = tmp_path / f"r{rounds}.parquet"
@@ -72,13 +73,22 @@ def test_generate_support_rounds_zero_is_the_sampler_without_the_corrector(train
     assert novel["8"] <= novel["0"]
 
 
-def test_generate_reports_unseen_8grams(trained, tmp_path, capsys):
+def test_generate_reports_unseen_8grams_and_copied_spans(trained, tmp_path, capsys):
+    from tracesynth.model.checkpoint import load_model
+
     _, model = trained
     capsys.readouterr()
     assert main(["generate", str(model), "-n", "64", "--steps", "4", "--constraints", "none",
                  "-o", str(tmp_path / "s.parquet")]) == 0
-    line = capsys.readouterr().err.strip().splitlines()[-1]
-    assert line.startswith("support corrector: ") and "8-grams unseen in training" in line, line
+    support, copies = capsys.readouterr().err.strip().splitlines()[-2:]
+    assert support.startswith("support corrector: ") and "8-grams unseen in training" in support, support
+    table = load_model(model)[1].copies
+    state = "4 rounds" if table.applies("bug") else "off (real runs share most long spans)"
+    assert copies.startswith(f"copy guard: {state}; 256-event spans copied from training "), copies
+    assert copies.endswith(f"(a training run from the others: {table.natural['bug']:.2%})"), copies
+    assert main(["generate", str(model), "-n", "64", "--steps", "4", "--constraints", "none", "--copy-rounds", "0",
+                 "-o", str(tmp_path / "s.parquet")]) == 0
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("copy guard: off")
 
 
 def test_generate_with_repair_and_guided(trained, tmp_path):
@@ -108,6 +118,8 @@ def test_bad_requests_fail_with_one_line_errors(trained, tmp_path, capsys):
     assert "--tid-temperature must be positive" in capsys.readouterr().err
     assert main(["generate", str(model), "-n", "10", "--support-rounds", "-1", "-o", str(tmp_path / "x.parquet")]) == 2
     assert "--support-rounds must be >= 0" in capsys.readouterr().err
+    assert main(["generate", str(model), "-n", "10", "--copy-rounds", "-2", "-o", str(tmp_path / "x.parquet")]) == 2
+    assert "--copy-rounds must be >= 0" in capsys.readouterr().err
     assert main(["train", "no-such-thing", "-o", str(tmp_path / "m")]) == 2
     assert main(["train", str(data), "-o", str(tmp_path / "m"), "--channels", "event,colour"]) == 2
     assert not (tmp_path / "x.parquet").exists()

@@ -49,6 +49,8 @@ def _write(tmp_path, text: str) -> Path:
     ("tracesynth:\n  start_rate: 1.5\n", "tracesynth.start_rate", "in [0, 1]"),
     ("tracesynth:\n  spread: -1\n", "tracesynth.spread", "0 (off) or positive"),
     ("tracesynth:\n  tid_temperature: 0\n", "tracesynth.tid_temperature", "positive"),
+    ("tracesynth:\n  support_rounds: -1\n", "tracesynth.support_rounds", "0 (off) or positive"),
+    ("tracesynth:\n  copy_rounds: -3\n", "tracesynth.copy_rounds", "0 (off) or positive"),
     ("peers:\n  - name: gan\n", "peers[0].name", "unknown peer"),
     ("peers:\n  - name: markov\n  - name: markov\n", "peers", "distinct"),
     ("evaluation:\n  predictor: gru\n", "evaluation.predictor", "quick"),

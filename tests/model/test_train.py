@@ -51,8 +51,8 @@ def test_checkpoint_is_safetensors_and_json_and_round_trips(tmp_path):
     mc, tc = _cfgs(4)
     model, encoder, state = train([periodic_trace()], tmp_path / "m", channels="full", model_config=mc, train_config=tc)
     files = sorted(p.name for p in (tmp_path / "m").iterdir())
-    assert files == ["config.json", "encoder.json", "model.safetensors", "optimizer.safetensors", "state.json",
-                     "support.safetensors"]
+    assert files == ["config.json", "copies.safetensors", "encoder.json", "model.safetensors",
+                     "optimizer.safetensors", "state.json", "support.safetensors"]
     assert not list(tmp_path.glob(".tracesynth-tmp-*"))  # nothing half-written left behind
     assert json.loads((tmp_path / "m" / "state.json").read_text())["step"] == 4
     assert state.val_loss and state.val_loss[-1][0] == 4
@@ -60,6 +60,9 @@ def test_checkpoint_is_safetensors_and_json_and_round_trips(tmp_path):
     assert tc2 == tc and enc2.to_json() == encoder.to_json()
     assert enc2.support.k == encoder.support.k and enc2.support.grams.keys() == encoder.support.grams.keys()
     assert all(np.array_equal(enc2.support.grams[w], g) for w, g in encoder.support.grams.items())
+    assert enc2.copies.spans.keys() == encoder.copies.spans.keys()
+    assert all(np.array_equal(enc2.copies.spans[w], h) for w, h in encoder.copies.spans.items())
+    assert all(np.array_equal(enc2.copies.nexts[w], v) for w, v in encoder.copies.nexts.items())
     assert _same(_weights(model), {k: v for k, v in load_file(str(tmp_path / "m" / "model.safetensors")).items()})
     codes = {ch: torch.randint(0, v, (1, 32)) for ch, v in loaded.config.vocab_sizes.items()}
     t, w = torch.tensor([0.5]), torch.tensor([0])

@@ -238,3 +238,70 @@ def test_support_corrector_redraws_flagged_events_and_never_leaves_more(full_mod
     assert all((untouched[ch] == plain[ch]).all() for ch in plain)
     with pytest.raises(ValueError):
         sample_window(model, codes, known_mask, 0, steps=4, support_cover=cover, support_rounds=-1)
+
+
+class _StubGuard:
+    """Spans of 8 events count as copied when the plain window has them; one planned round."""
+
+    def __init__(self, plain_events, edits):
+        self.spans = {tuple(plain_events[i:i + 8]) for i in range(len(plain_events) - 7)}
+        self.edits, self.plans = edits, 0
+
+    def copied(self, events):
+        return np.array([tuple(events[i:i + 8]) in self.spans for i in range(len(events) - 7)])
+
+    def plan(self, events, free, rng):
+        self.plans += 1
+        assert not free[:16].any() and free[16:].all()
+        return self.edits if self.plans == 1 else []
+
+
+def test_copy_guard_edits_shift_all_channels_and_redraw_the_edited_events(full_model):
+    from tracesynth.sampling.copy_guard import Edit
+
+    model, encoder, real = full_model
+    codes, _ = _window(encoder, real)
+    known_mask = {ch: np.arange(64) < 16 for ch in codes}
+    plain = sample_window(model, codes, known_mask, 0, steps=4, generator=torch.Generator().manual_seed(3))
+    other = int((plain["event"][40] + 1) % encoder.event.vocab_size)
+    edits = [Edit("replace", 40, other), Edit("insert", 30, other), Edit("delete", 20)]
+    guard = _StubGuard(plain["event"], edits)
+    guarded = sample_window(model, codes, known_mask, 0, steps=4, generator=torch.Generator().manual_seed(3),
+                            copy_guard=guard, copy_rounds=3)
+    assert guard.plans == 2  # the second round found nothing to edit
+    expected = {ch: plain[ch].copy() for ch in plain}
+    redrawn = {ch: np.zeros(64, bool) for ch in plain}
+    for ch in plain:  # apply the plan by hand, right to left, marking what the model redraws
+        e, r = expected[ch], redrawn[ch]
+        e[40] = other if ch == "event" else -1
+        e[31:], r[31:] = e[30:-1].copy(), r[30:-1].copy()
+        e[30] = other if ch == "event" else -1
+        e[20:-1], r[20:-1] = e[21:].copy(), r[21:].copy()
+        e[-1] = -1
+        r |= e == -1
+        r[-1] = True
+    for ch in plain:
+        keep = ~redrawn[ch]
+        assert (guarded[ch][keep] == expected[ch][keep]).all(), ch
+        assert (guarded[ch] != model.mask_ids[ch]).all()
+        assert (guarded[ch][:16] == codes[ch][:16]).all()
+    assert guarded["event"][40] == other and guarded["event"][29] == other  # moved by the insert, the delete
+    untouched = sample_window(model, codes, known_mask, 0, steps=4, generator=torch.Generator().manual_seed(3),
+                              copy_guard=_StubGuard(plain["event"], edits), copy_rounds=0)
+    assert all((untouched[ch] == plain[ch]).all() for ch in plain)
+    with pytest.raises(ValueError):
+        sample_window(model, codes, known_mask, 0, steps=4, copy_guard=guard, copy_rounds=-1)
+
+
+def test_a_copy_guard_round_that_copies_as_much_is_undone(full_model):
+    from tracesynth.sampling.copy_guard import Edit
+
+    model, encoder, real = full_model
+    codes, _ = _window(encoder, real)
+    known_mask = {ch: np.arange(64) < 16 for ch in codes}
+    plain = sample_window(model, codes, known_mask, 0, steps=4, generator=torch.Generator().manual_seed(3))
+    guard = _StubGuard(plain["event"], [Edit("replace", 50, int(plain["event"][50]))])  # changes no event
+    guard.copied = lambda events: np.ones(len(events) - 7, bool)  # everything stays "copied"
+    undone = sample_window(model, codes, known_mask, 0, steps=4, generator=torch.Generator().manual_seed(3),
+                           copy_guard=guard, copy_rounds=2)
+    assert all((undone[ch] == plain[ch]).all() for ch in plain)

@@ -122,6 +122,10 @@ def generate(
     support_rounds: int = typer.Option(None, "--support-rounds",
                                        help="Rounds of redrawing the events in 8-grams no training trace "
                                             "contains (0 = off; default: the model's, 4)."),
+    copy_rounds: int = typer.Option(None, "--copy-rounds",
+                                    help="Rounds of editing 256-event spans copied verbatim from a training "
+                                         "trace, at places where training itself varies (0 = off; default: "
+                                         "the model's, 4)."),
     constraints: str = typer.Option("guided", "--constraints", help="none, repair, or guided (guide + repair)."),
     format: str = typer.Option(None, "-f", "--format", help="parquet, csv, jsonl, text or ctf."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
@@ -154,6 +158,10 @@ def generate(
         if support_rounds < 0:
             raise ConfigError(f"--support-rounds must be >= 0, got {support_rounds}")
         gen.support_rounds = support_rounds
+    if copy_rounds is not None:
+        if copy_rounds < 0:
+            raise ConfigError(f"--copy-rounds must be >= 0, got {copy_rounds}")
+        gen.copy_rounds = copy_rounds
     if n_events <= 0:
         raise ConfigError(f"-n must be positive, got {n_events}")
     if workload is None:
@@ -179,18 +187,34 @@ def generate(
     note = f", {edits} repair edits" if edits is not None else ""
     console_err.print(f"{n_events:,} events ({workload}, {steps} steps, constraints {constraints}{note}) "
                       f"in {time.perf_counter() - start:.1f} s → {out}", highlight=False)
-    console_err.print(_support_note(gen, trace, workload), highlight=False, soft_wrap=True)
+    codes = gen.encoder_.encode(trace)["event"]
+    console_err.print(_support_note(gen, codes, workload), highlight=False, soft_wrap=True)
+    console_err.print(_copy_note(gen, codes, workload), highlight=False, soft_wrap=True)
 
 
-def _support_note(gen, trace, workload: str) -> str:
+def _support_note(gen, codes, workload: str) -> str:
     """One line on the trace's event 8-grams against the training runs' (the support corrector's
     table): how many are unseen, next to what one real run has against the others."""
     support = gen.encoder_.support
     if support is None or workload not in support.grams:
         return "support corrector: off (model saved without its training 8-grams)"
-    share = support.novel_share(gen.encoder_.encode(trace)["event"], workload)
+    share = support.novel_share(codes, workload)
     real = f"a training run against the others: {support.natural.get(workload, 0.0):.2%}"
     if not support.applies(workload):
         return f"support corrector: off (open grammar); 8-grams unseen in training {share:.2%} ({real})"
     state = f"{gen.support_rounds} rounds" if gen.support_rounds else "off (--support-rounds 0)"
     return f"support corrector: {state}; 8-grams unseen in training {share:.2%} ({real})"
+
+
+def _copy_note(gen, codes, workload: str) -> str:
+    """One line on the trace's event 256-grams that occur verbatim in a training trace (the copy
+    guard's table)."""
+    copies = gen.encoder_.copies
+    if copies is None or workload not in copies.spans or gen.encoder_.support is None:
+        return "copy guard: off (model saved without its training spans)"
+    share = f"256-event spans copied from training {copies.copy_share(codes, workload):.2%}"
+    real = f"a training run from the others: {copies.natural.get(workload, 0.0):.2%}"
+    if not copies.applies(workload):
+        return f"copy guard: off (real runs share most long spans); {share} ({real})"
+    state = f"{gen.copy_rounds} rounds" if gen.copy_rounds else "off (--copy-rounds 0)"
+    return f"copy guard: {state}; {share} ({real})"

@@ -20,6 +20,7 @@ from tracesynth.encoding.categorical import NULL_CLASS, UNKNOWN_CLASS, Categoric
 from tracesynth.encoding.channels import resolve_channels
 from tracesynth.encoding.dt import DtEncoder
 from tracesynth.encoding.ret import RetEncoder
+from tracesynth.encoding.copies import SpanTable
 from tracesynth.encoding.support import EventSupport
 from tracesynth.encoding.tid import TidAllocator, TidEncoder
 from tracesynth.errors import ConfigError
@@ -60,6 +61,9 @@ class TraceEncoder:
         # Event 8-grams of the training traces (the sampler's support corrector); saved beside
         # the encoder JSON in support.safetensors by the checkpoint, None for older models.
         self.support: EventSupport | None = None
+        # Event 256-grams and branch points of the training traces (the sampler's copy guard);
+        # saved in copies.safetensors, None for older models.
+        self.copies: SpanTable | None = None
 
     # --- fitting ------------------------------------------------------------------------
     def fit(self, traces: Sequence[Trace]) -> TraceEncoder:
@@ -76,8 +80,10 @@ class TraceEncoder:
             self.start_ts.setdefault(t.meta.workload or "default", int(f["ts"].iloc[0]) if len(f) else 0)
         self.n_cpus = max(1, len(self.cpu.values))
         self.syscall_threads = max((_syscall_threads(f) for f in frames), default=0)
-        self.support = EventSupport.fit((t.meta.workload or "default", self.event.encode(f["event"].to_numpy()))
-                                        for t, f in zip(traces, frames))
+        codes = [(t.meta.workload or "default", self.event.encode(f["event"].to_numpy()))
+                 for t, f in zip(traces, frames)]
+        self.support = EventSupport.fit(codes)
+        self.copies = SpanTable.fit(codes)
         return self
 
     @property

@@ -69,6 +69,7 @@ class TraceSynthSettings:
     spread: int | None = None  # spread reveals, in events (None: the sampler's default; 0: off)
     tid_temperature: float | None = None  # thread-id channel's temperature (None: the sampler's default)
     support_rounds: int | None = None  # support corrector rounds (None: the sampler's default; 0: off)
+    copy_rounds: int | None = None  # copy guard rounds (None: the sampler's default; 0: off)
 
 
 @dataclass
@@ -276,6 +277,8 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
         _fail(source, "tracesynth.tid_temperature", f"must be positive, got {ts.tid_temperature}")
     if ts.support_rounds is not None and ts.support_rounds < 0:
         _fail(source, "tracesynth.support_rounds", f"must be 0 (off) or positive, got {ts.support_rounds}")
+    if ts.copy_rounds is not None and ts.copy_rounds < 0:
+        _fail(source, "tracesynth.copy_rounds", f"must be 0 (off) or positive, got {ts.copy_rounds}")
     if ts.lr <= 0:
         _fail(source, "tracesynth.lr", f"must be positive, got {ts.lr}")
     if ts.device not in ("auto", "cpu", "cuda") and not ts.device.startswith("cuda:"):

@@ -41,6 +41,10 @@ TID_TEMPERATURE = 0.5
 # above 5,000 events/s on 2 cores (8 rounds: 4,400-7,200); measured in docs/model.md, "Support
 # corrector".
 SUPPORT_ROUNDS = 4
+# Rounds of the sampler's copy guard (sampling/sampler.py): generated event 256-grams that occur
+# in training are broken at a branch point (encoding/copies.py). Measured in docs/model.md,
+# "Copy guard".
+COPY_ROUNDS = 4
 
 
 def constraint_tools(mode: str, single_thread: bool = False):
@@ -85,7 +89,8 @@ class TraceSynth(Generator):
                  constraints: str = "none", device: str = "auto", random_state: int = 0,
                  corrector_steps: int = 0, start_temperature: float | None = START_TEMPERATURE,
                  start_rate: float = START_RATE, phase_events: int | None = None, spread: int = SPREAD,
-                 tid_temperature: float = TID_TEMPERATURE, support_rounds: int = SUPPORT_ROUNDS):
+                 tid_temperature: float = TID_TEMPERATURE, support_rounds: int = SUPPORT_ROUNDS,
+                 copy_rounds: int = COPY_ROUNDS):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -106,12 +111,13 @@ class TraceSynth(Generator):
         self.spread = spread
         self.tid_temperature = tid_temperature
         self.support_rounds = support_rounds
+        self.copy_rounds = copy_rounds
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
                 "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state",
                 "corrector_steps", "start_temperature", "start_rate", "phase_events", "spread",
-                "tid_temperature", "support_rounds")
+                "tid_temperature", "support_rounds", "copy_rounds")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -169,7 +175,7 @@ class TraceSynth(Generator):
                          guide=guide, on_progress=on_progress, corrector_steps=self.corrector_steps,
                          start_temperature=self.start_temperature, spread=self.spread,
                          channel_temperature={"tid": self.tid_temperature},
-                         support_rounds=self.support_rounds)
+                         support_rounds=self.support_rounds, copy_rounds=self.copy_rounds)
         if single_thread:  # so `check` (and the evaluation's validity) read it as one thread too
             trace.meta.extra["threads"] = 1
         return trace, repair

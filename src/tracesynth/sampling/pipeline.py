@@ -20,6 +20,7 @@ import torch
 from tracesynth.encoding.trace_encoder import TraceEncoder, columns_to_trace
 from tracesynth.errors import ConfigError
 from tracesynth.model.denoiser import Denoiser
+from tracesynth.sampling.copy_guard import CopyGuard
 from tracesynth.sampling.sampler import sample_window
 from tracesynth.schema import Trace, TraceMeta
 
@@ -46,12 +47,15 @@ def generate(
     spread: int = 0,
     channel_temperature: dict[str, float] | None = None,
     support_rounds: int = 0,
+    copy_rounds: int = 0,
 ) -> Trace:
     """Generate `n_events` canonical events for `workload` (deterministic in `seed` on CPU);
     with `prefix`, they continue that trace (its last events condition the first window).
     `support_rounds` > 0 runs the sampler's support corrector against the training traces'
     event 8-grams of `workload` where that grammar is closed (`EventSupport.applies`; a model
-    saved before the table existed has none: no-op)."""
+    saved before the table existed has none: no-op). `copy_rounds` > 0 runs the sampler's copy
+    guard against the training traces' event spans of `workload` where real runs share few long
+    spans (`SpanTable.applies`; none saved: no-op)."""
     if workload not in encoder.workloads:
         raise ConfigError(f"unknown workload {workload!r}; the model knows: {', '.join(encoder.workloads)}")
     if not 0.0 <= prefix_fraction < 1.0:
@@ -70,6 +74,9 @@ def generate(
     if support_rounds and encoder.support is not None and encoder.support.applies(workload):
         def support_cover(codes: np.ndarray, support=encoder.support) -> np.ndarray:
             return support.excess_cover(codes, workload)
+    copy_guard = None
+    if copy_rounds and encoder.copies is not None and encoder.copies.applies(workload) and encoder.support is not None:
+        copy_guard = CopyGuard(encoder.copies, encoder.support, workload)
     parts: list[dict[str, np.ndarray]] = []
     produced = 0
     prev_codes: dict[str, np.ndarray] | None = None
@@ -105,7 +112,8 @@ def generate(
                               time_grid=time_grid, offset=offset, event_names=event_names,
                               corrector_steps=corrector_steps, start_temperature=start_temperature,
                               spread=spread, channel_temperature=channel_temperature,
-                              support_cover=support_cover, support_rounds=support_rounds)
+                              support_cover=support_cover, support_rounds=support_rounds,
+                              copy_guard=copy_guard, copy_rounds=copy_rounds)
         cols = decoder.decode_window(codes, start, slot_tids.copy())
         take = min(n_events - produced, window - start)
         parts.append({k: v[:take] for k, v in cols.items()})
@@ -123,3 +131,4 @@ def generate(
                      extra={"generator": "tracesynth", "channels": list(channels), "steps": steps,
                             "seed": seed, "guidance_scale": guidance_scale})
     return columns_to_trace(parts, meta)
+

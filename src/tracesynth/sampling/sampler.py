@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from tracesynth.model.denoiser import Denoiser
+from tracesynth.sampling.copy_guard import CopyGuard, Edit
 from tracesynth.model.noise import MaskingSchedule
 
 PartialFn = Callable[[dict[str, np.ndarray], dict[str, np.ndarray]], dict[str, np.ndarray]]
@@ -124,6 +125,8 @@ def sample_window(
     support_cover: Callable[[np.ndarray], np.ndarray] | None = None,
     support_rounds: int = 0,
     support_steps: int = 2,
+    copy_guard: CopyGuard | None = None,
+    copy_rounds: int = 0,
 ) -> dict[str, np.ndarray]:
     """Codes for one window (numpy int64 per channel). `known[ch]` holds codes where
     `known_mask[ch]` is True; everything else is generated. `banned[ch]` lists classes never
@@ -137,11 +140,15 @@ def sample_window(
     apart where the step's quota allows. `channel_temperature` divides a channel's logits
     before drawing and ranking (so it multiplies `temperature` for that channel).
     `support_cover(event codes) -> bool per position` marks events inside k-grams unseen in
-    training; with `support_rounds` > 0 the support corrector redraws them (module docstring)."""
+    training; with `support_rounds` > 0 the support corrector redraws them (module docstring).
+    `copy_guard` (`sampling.copy_guard`) with `copy_rounds` > 0 edits event spans copied from
+    training at branch points and redraws the edited events' other channels."""
     if steps < 1:
         raise ValueError("steps must be at least 1")
     if support_rounds < 0 or support_steps < 1:
         raise ValueError("support rounds must be >= 0 and support steps >= 1")
+    if copy_rounds < 0:
+        raise ValueError("copy rounds must be >= 0")
     if start_temperature is not None and start_temperature <= 0:
         raise ValueError("start temperature must be positive")
     if spread < 0:
@@ -268,21 +275,57 @@ def sample_window(
             score += logp.gather(1, x[ch][0, free][:, None]).flatten()
         remask(free[torch.topk(score, n_redraw, largest=False).indices])
         reveal(corrector_fraction, 1.0)
+    sub = [p / steps for p in time_points(support_steps, time_grid)]
+
+    def short_pass() -> None:
+        """Reveal what is masked in `support_steps` short reverse steps (from t = 1/steps)."""
+        for j in range(support_steps):
+            reveal(sub[j], schedule.unmask_probability(sub[j], sub[j + 1]))
+
     if support_cover is not None and "event" in model.channels:
-        # Support corrector: a short reverse pass (from t = 1/steps, where little is masked)
-        # over the events in unseen k-grams; a round that makes things worse is undone.
-        sub = [p / steps for p in time_points(support_steps, time_grid)]
+        # Support corrector: the events in unseen k-grams go back to MASK and are drawn again;
+        # a round that makes things worse is undone.
         bad = np.asarray(support_cover(x["event"][0].cpu().numpy()), dtype=bool) & ~any_clamped
         for _ in range(support_rounds):
             if not bad.any():
                 break
             before = {ch: x[ch].clone() for ch in model.channels}
             remask(torch.as_tensor(np.nonzero(bad)[0], device=device))
-            for j in range(support_steps):
-                reveal(sub[j], schedule.unmask_probability(sub[j], sub[j + 1]))
+            short_pass()
             now = np.asarray(support_cover(x["event"][0].cpu().numpy()), dtype=bool) & ~any_clamped
             if now.sum() > bad.sum():
                 x.update(before)
                 break
             bad = now
+    if copy_guard is not None and "event" in model.channels:
+        # Copy guard: edit copied spans at branch points (events from the table), then draw the
+        # edited events' other channels; a round that leaves as many copied spans is undone.
+        rng = np.random.default_rng(int(torch.randint(2**31 - 1, (1,), generator=generator)))
+        for _ in range(copy_rounds):
+            codes = x["event"][0].cpu().numpy()
+            n_copied = int(copy_guard.copied(codes).sum())
+            edits = copy_guard.plan(codes, ~any_clamped, rng)
+            if not edits:
+                break
+            before = {ch: x[ch].clone() for ch in model.channels}
+            for edit in edits:  # right to left: an edit only moves what lies after it
+                _apply(x, edit, mask_ids)
+            short_pass()
+            if int(copy_guard.copied(x["event"][0].cpu().numpy()).sum()) >= n_copied:
+                x.update(before)
+                break
     return {ch: x[ch][0].cpu().numpy().astype(np.int64) for ch in model.channels}
+
+
+def _apply(x: dict[str, torch.Tensor], edit: Edit, mask_ids: dict[str, int]) -> None:
+    """One copy-guard edit on a window (batch of one): the event channel takes the edit, the
+    other channels of the edited event go to MASK (a deletion masks the freed last position)."""
+    p = edit.position
+    for ch, row in x.items():
+        if edit.kind == "insert":
+            row[0, p + 1:] = row[0, p:-1].clone()
+        elif edit.kind == "delete":
+            row[0, p:-1] = row[0, p + 1:].clone()
+            row[0, -1] = mask_ids[ch]
+        if edit.kind != "delete":
+            row[0, p] = edit.event if ch == "event" else mask_ids[ch]
