@@ -79,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{workload:10s} {rounds:6d} {rate:10,.0f} {effect[rounds]:>32s}")
         ratio = statistics.median(times[default]) / statistics.median(times[0])
         if copy:
-            note = ""
+            note = f"; a training run from the others: {copies.natural.get(workload, 0.0):.2%}"
+            note += "" if copies.applies(workload) else "  (real runs share most long spans: guard off)"
         else:
             note = f"; a training run's own unseen share {support.natural.get(workload, 0.0):.2%}"
             note += "" if support.applies(workload) else "  (open grammar: corrector off)"

@@ -19,13 +19,16 @@ to MASK (and, if it asks to, rule event names out before they are drawn). Option
 steps afterwards re-mask and redraw the least likely generated tokens. Only positions revealed
 at a step go through the output heads, and a step that reveals nothing skips the network.
 
-The support corrector (`support_cover`, `support_rounds`) runs last: the events that lie in an
-event 8-gram no training trace contains (`encoding.support`) go back to MASK and are drawn again
-in `support_steps` short reverse steps, up to `support_rounds` times; a round that leaves more
+The support corrector (`support_cover`, `support_rounds`) runs after the reverse steps: the
+events in an event 8-gram no training trace contains (`encoding.support`) go back to MASK and are
+drawn again in `support_steps` short reverse steps, up to `support_rounds` times; a round that leaves more
 such events than it found is undone. Those grams are where tokens drawn in the same step do not
 fit together (a loop iteration with one read too many), and they are what a window classifier
 sees; the model's own per-token scores (the corrector above) rate most of them as likely, the
-table does not (docs/model.md, "Support corrector").
+table does not (docs/model.md, "Support corrector"). The copy guard (`copy_guard`,
+`copy_rounds`) runs after it: event spans found verbatim in training are edited where training
+itself varies (`sampling.copy_guard`) and the edited events' other channels are drawn in the
+same short reverse pass.
 """
 
 from __future__ import annotations
@@ -36,8 +39,8 @@ import numpy as np
 import torch
 
 from tracesynth.model.denoiser import Denoiser
-from tracesynth.sampling.copy_guard import CopyGuard, Edit
 from tracesynth.model.noise import MaskingSchedule
+from tracesynth.sampling.copy_guard import CopyGuard, Edit
 
 PartialFn = Callable[[dict[str, np.ndarray], dict[str, np.ndarray]], dict[str, np.ndarray]]
 
