@@ -31,6 +31,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from tracesynth.encoding.support import held_out_grams
 from tracesynth.evaluation.windows import kgram_hashes
 
 SPAN = 256  # events per copied span: the evaluation's copy share and privacy flag (FLAG_KS)
@@ -74,11 +75,7 @@ class SpanTable:
         for w, runs in parts.items():
             hashes = [kgram_hashes(c, span) for c in runs]
             spans[w] = np.unique(np.concatenate(hashes + [_EMPTY]))
-            if len(runs) == 1:
-                half = len(runs[0]) // 2
-                hashes = [kgram_hashes(runs[0][:half], span), kgram_hashes(runs[0][half:], span)]
-            shares = [float(np.isin(h, np.concatenate(hashes[:i] + hashes[i + 1:])).mean())
-                      for i, h in enumerate(hashes) if len(h)]
+            shares = [float(np.isin(h, others).mean()) for h, others in held_out_grams(runs, span)]
             natural[w] = float(np.mean(shares)) if shares else 0.0
             lead = [kgram_hashes(c[:-1], branch - 1) for c in runs if len(c) >= branch]
             follow = [c[branch - 1:].astype(np.uint64) for c in runs if len(c) >= branch]

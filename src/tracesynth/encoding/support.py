@@ -39,6 +39,16 @@ def gram_hashes(codes: np.ndarray, k: int = K) -> np.ndarray:
     return kgram_hashes(np.asarray(codes), k)
 
 
+def held_out_grams(runs: list[np.ndarray], k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(k-gram hashes of one run, those of all the others) for each run held out in turn; one
+    run: its halves, each against the other. Runs too short for a k-gram are skipped."""
+    hashes = [gram_hashes(c, k) for c in runs]
+    if len(runs) == 1:
+        half = len(runs[0]) // 2
+        hashes = [gram_hashes(runs[0][:half], k), gram_hashes(runs[0][half:], k)]
+    return [(h, np.concatenate(hashes[:i] + hashes[i + 1:])) for i, h in enumerate(hashes) if len(h)]
+
+
 class EventSupport:
     """The set of event k-grams seen in training, per workload, and how many unseen ones a
     real run has (`natural`)."""
@@ -78,11 +88,7 @@ class EventSupport:
             hashes = [gram_hashes(c, k) for c in runs]
             grams[w] = np.unique(np.concatenate(hashes))
             positions[w] = int(sum(len(h) for h in hashes))
-            if len(runs) == 1:
-                half = len(runs[0]) // 2
-                hashes = [gram_hashes(runs[0][:half], k), gram_hashes(runs[0][half:], k)]
-            shares = [float((~np.isin(h, np.concatenate(hashes[:i] + hashes[i + 1:]))).mean())
-                      for i, h in enumerate(hashes) if len(h)]
+            shares = [float((~np.isin(h, others)).mean()) for h, others in held_out_grams(runs, k)]
             natural[w] = float(np.mean(shares)) if shares else 0.0
         return cls(k, grams, natural, positions)
 
