@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -24,8 +25,8 @@ from tracesynth.record.tracefs import (
     INSTANCE_PREFIX,
     LOCK_PATH,
     TOP_LEVEL_FILES,
-    TRACEFS_CANDIDATES,
     TracefsLock,
+    find_tracefs,
 )
 
 pytestmark = pytest.mark.tracefs
@@ -35,14 +36,28 @@ WAIT = 60.0
 def _tracefs_root() -> Path:
     if os.geteuid() != 0:
         pytest.skip("recording needs root")
-    for root in TRACEFS_CANDIDATES:
-        if (root / "set_event").exists():
-            break
-    else:
-        pytest.skip("tracefs is not mounted")
+    try:
+        root = find_tracefs(mount=True)     # what `record` does: mount it when absent
+    except RecordError as exc:
+        pytest.skip(str(exc))
     if shutil.which("trace-cmd") is None:
         pytest.skip("trace-cmd is not installed")
+    _expand_global_buffer(root)
     return root
+
+
+def _expand_global_buffer(root: Path) -> None:
+    """Make the kernel's one-way first-use change before any test takes a snapshot.
+
+    Until an event is first enabled after boot, the global ring buffer is allocated small and
+    `buffer_size_kb` reads ``7 (expanded: 1408)``; the first enable expands it for good
+    (reading ``1410`` after page rounding), which no recorder can undo. On a freshly booted
+    machine the first recording's before/after snapshots would differ by that alone.
+    """
+    with TracefsLock(wait_s=WAIT):
+        match = re.fullmatch(r"\d+ \(expanded: (\d+)\)\s*", (root / "buffer_size_kb").read_text())
+        if match:
+            (root / "buffer_size_kb").write_text(match.group(1))
 
 
 @pytest.fixture(scope="module")
