@@ -76,3 +76,25 @@ def test_phase_events_option_sets_or_removes_the_trace_phase_embedding():
     assert TraceSynth(phase_events=256).get_params()["phase_events"] == 256
     with pytest.raises(ConfigError, match="phase length"):
         TraceSynth(phase_events=-1)._configs()
+
+
+def test_light_model_of_a_multi_threaded_workload_is_guided_on_its_serial_syscalls(tmp_path):
+    import tracesynth.datasets as ds
+    from tracesynth.encoding.serial import overlaps
+
+    real = ds.load("pybench", 1).slice(0, 6000).with_meta(workload="pybench")
+    gen = TraceSynth(channels="light", **TINY).fit([real])
+    assert not gen.single_thread()  # pybench's children make syscalls too
+    serial = gen.serial_syscalls("pybench")
+    assert {"read", "newfstatat", "openat"} <= set(serial) and "wait4" not in serial
+    assert overlaps(real.events.column("event").to_numpy(zero_copy_only=False), serial)[0] == 0
+    gen.save(tmp_path / "m")
+    assert TraceSynth.load(tmp_path / "m", device="cpu").serial_syscalls("pybench") == serial
+    gen.serial_guide = False
+    assert gen.serial_syscalls("pybench") == []
+    gen.serial_guide = True
+    broken = {mode: overlaps(gen.generate(2000, "pybench", seed=0, constraints=mode).events.column("event")
+                             .to_numpy(zero_copy_only=False), serial)[0] for mode in ("none", "guided")}
+    assert broken["guided"] < 0.8 * broken["none"], broken  # a 20-step model, 4 sampling steps
+    full = TraceSynth(channels="full", **TINY).fit([real])
+    assert full.serial_syscalls("pybench") == []  # thread ids: the per-thread rule pairs them

@@ -126,6 +126,10 @@ def generate(
                                     help="Rounds of editing 256-event spans copied verbatim from a training "
                                          "trace, at places where training itself varies (0 = off; default: "
                                          "the model's, 4)."),
+    serial_guide: bool = typer.Option(None, "--serial-guide/--no-serial-guide",
+                                      help="Guided, light models on multi-threaded workloads: hold each "
+                                           "syscall the training runs never overlap to entry/exit "
+                                           "alternation (default: on)."),
     constraints: str = typer.Option("guided", "--constraints", help="none, repair, or guided (guide + repair)."),
     format: str = typer.Option(None, "-f", "--format", help="parquet, csv, jsonl, text or ctf."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
@@ -162,6 +166,8 @@ def generate(
         if copy_rounds < 0:
             raise ConfigError(f"--copy-rounds must be >= 0, got {copy_rounds}")
         gen.copy_rounds = copy_rounds
+    if serial_guide is not None:
+        gen.serial_guide = serial_guide
     if n_events <= 0:
         raise ConfigError(f"-n must be positive, got {n_events}")
     if workload is None:
@@ -190,6 +196,9 @@ def generate(
     codes = gen.encoder_.encode(trace)["event"]
     console_err.print(_support_note(gen, codes, workload), highlight=False, soft_wrap=True)
     console_err.print(_copy_note(gen, codes, workload), highlight=False, soft_wrap=True)
+    serial = gen.serial_syscalls(workload)
+    if serial and constraints == "guided":
+        console_err.print(_serial_note(serial, trace), highlight=False, soft_wrap=True)
 
 
 def _support_note(gen, codes, workload: str) -> str:
@@ -204,6 +213,16 @@ def _support_note(gen, codes, workload: str) -> str:
         return f"support corrector: off (open grammar); 8-grams unseen in training {share:.2%} ({real})"
     state = f"{gen.support_rounds} rounds" if gen.support_rounds else "off (--support-rounds 0)"
     return f"support corrector: {state}; 8-grams unseen in training {share:.2%} ({real})"
+
+
+def _serial_note(serial: list[str], trace) -> str:
+    """One line on the syscalls the guide held to entry/exit alternation (a light trace of a
+    multi-threaded workload): how many of their events still break it."""
+    from tracesynth.encoding.serial import overlaps
+
+    broken, total = overlaps(trace.events.column("event").to_numpy(zero_copy_only=False), serial)
+    return (f"serial guide: {len(serial)} syscalls the training runs never overlap; "
+            f"{broken:,} of their {total:,} events break entry/exit alternation")
 
 
 def _copy_note(gen, codes, workload: str) -> str:

@@ -27,20 +27,24 @@ from tracesynth.constraints.rules import select_rules
 from tracesynth.constraints.rules.retvals import ret_ok
 from tracesynth.constraints.view import ENTRY, EXIT, GENERIC, is_generic_name, parse_syscall
 
-_F_SWITCH, _F_THREAD_END, _F_NO_EXIT = 1, 2, 4
+_F_SWITCH, _F_THREAD_END, _F_NO_EXIT, _F_SERIAL = 1, 2, 4, 8
 
 
 class ConstraintGuide:
-    """`ConstraintGuide(rules=None, single_thread=False)`: guidance for the named rules
-    (default all that apply to a window: syscall-pairing, return-values, thread-lifecycle,
+    """`ConstraintGuide(rules=None, single_thread=False, serial=())`: guidance for the named
+    rules (default all that apply to a window: syscall-pairing, return-values, thread-lifecycle,
     thread-migration). `single_thread=True` reads windows without thread ids (a `light` model)
-    as one thread, for workloads whose real traces have one thread."""
+    as one thread, for workloads whose real traces have one thread. `serial` names syscalls
+    that never overlap in the workload's real runs (`encoding.serial`): in a window without
+    thread ids, each of them must alternate entry and exit whatever thread makes it."""
 
     GUIDED = ("syscall-pairing", "return-values", "thread-lifecycle", "thread-migration")
 
-    def __init__(self, rules=None, single_thread: bool = False, rule_out_names: bool = False):
+    def __init__(self, rules=None, single_thread: bool = False, rule_out_names: bool = False,
+                 serial=()):
         names = [r.name for r in select_rules(rules)]
         self.single_thread = single_thread
+        self.serial = frozenset(serial)
         # Whether the sampler should also rule names out before drawing (allowed_event_mask),
         # not only re-mask violations after each step. Off by default: on the bundled
         # workloads it lowered TSTR (fileio 0.98 -> 0.72 of TRTR; docs/constraints.md).
@@ -73,6 +77,8 @@ class ConstraintGuide:
                 flags |= _F_THREAD_END
             if kind == ENTRY and syscall in sc.EXIT_UNTRACED:
                 flags |= _F_NO_EXIT
+            if kind and syscall in self.serial:
+                flags |= _F_SERIAL
             self._flags.append(flags)
             self._tables = None
         return code
@@ -124,16 +130,16 @@ class ConstraintGuide:
             both = known[a] & known[b]
             a, b = a[both], b[both]
             if "syscall-pairing" in self.rules:
-                ka, kb = kind[a], kind[b]
-                no_exit = (ka == ENTRY) & ((flags[a] & _F_NO_EXIT) > 0)
-                generic = (scid[a] == 0) | (scid[b] == 0)
-                closes = (ka == ENTRY) & (kb == EXIT) & ((scid[a] == scid[b]) | generic)
-                ended = (ka == ENTRY) & ((flags[a] & _F_THREAD_END) > 0) & ~(closes & ~has_ret[b])
-                wrong = ((ka == ENTRY) & (kb == ENTRY) & ~no_exit) | ended
-                wrong |= ((ka == EXIT) | no_exit) & (kb == EXIT) & ~closes
-                wrong |= (ka == ENTRY) & (kb == EXIT) & ~closes & ~no_exit
-                bad[b[wrong]] = True
+                bad[b[_unpaired(a, b, kind, scid, flags, has_ret)]] = True
                 bad |= known & (kind == ENTRY) & has_ret
+        if self.serial and "syscall-pairing" in self.rules and not thread.any():
+            # No thread ids: each serial syscall's own events, in window order, must pair up.
+            # An undecided position could still become the missing half, so a pair with one
+            # between is not judged yet.
+            member = known & ((flags & _F_SERIAL) > 0)
+            prev, ok = _pairs(pos, scid, member, ~known)
+            a, b = prev[ok], pos[ok]
+            bad[b[_unpaired(a, b, kind, scid, flags, has_ret)]] = True
         if "return-values" in self.rules:
             exits = np.flatnonzero(known & (kind == EXIT) & has_ret)
             if len(exits):
@@ -180,6 +186,21 @@ class ConstraintGuide:
             block |= ended[:, None] & (v_kind > 0)[None, :]
             mask[rows] = ~block
         return mask
+
+
+def _unpaired(a, b, kind, scid, flags, has_ret) -> np.ndarray:
+    """For consecutive syscall events a → b of one thread (or of one serial syscall): whether
+    b breaks the pairing (an entry while a call is pending, an exit that closes nothing or the
+    wrong call, anything after entering a call that ends the thread)."""
+    ka, kb = kind[a], kind[b]
+    no_exit = (ka == ENTRY) & ((flags[a] & _F_NO_EXIT) > 0)
+    generic = (scid[a] == 0) | (scid[b] == 0)
+    closes = (ka == ENTRY) & (kb == EXIT) & ((scid[a] == scid[b]) | generic)
+    ended = (ka == ENTRY) & ((flags[a] & _F_THREAD_END) > 0) & ~(closes & ~has_ret[b])
+    wrong = ((ka == ENTRY) & (kb == ENTRY) & ~no_exit) | ended
+    wrong |= ((ka == EXIT) | no_exit) & (kb == EXIT) & ~closes
+    wrong |= (ka == ENTRY) & (kb == EXIT) & ~closes & ~no_exit
+    return wrong
 
 
 def _rets(values, n):

@@ -21,6 +21,7 @@ from tracesynth.encoding.channels import resolve_channels
 from tracesynth.encoding.dt import DtEncoder
 from tracesynth.encoding.ret import RetEncoder
 from tracesynth.encoding.copies import SpanTable
+from tracesynth.encoding.serial import serial_syscalls
 from tracesynth.encoding.support import EventSupport
 from tracesynth.encoding.tid import TidAllocator, TidEncoder
 from tracesynth.errors import ConfigError
@@ -64,6 +65,9 @@ class TraceEncoder:
         # Event 256-grams and branch points of the training traces (the sampler's copy guard);
         # saved in copies.safetensors, None for older models.
         self.copies: SpanTable | None = None
+        # Per workload, the syscalls its training runs never overlap (encoding/serial.py): what
+        # guides a trace without thread ids on a multi-threaded workload. Empty for older models.
+        self.serial: dict[str, list[str]] = {}
 
     # --- fitting ------------------------------------------------------------------------
     def fit(self, traces: Sequence[Trace]) -> TraceEncoder:
@@ -83,6 +87,9 @@ class TraceEncoder:
         codes = [(t.meta.workload or "default", self.event.encode(f["event"].to_numpy()))
                  for t, f in zip(traces, frames)]
         self.support = EventSupport.fit(codes)
+        self.serial = {w: serial_syscalls(f["event"].to_numpy() for t, f in zip(traces, frames)
+                                          if (t.meta.workload or "default") == w)
+                       for w in self.workloads}
         self.copies = SpanTable.fit(codes)
         return self
 
@@ -183,6 +190,7 @@ class TraceEncoder:
             "start_ts": self.start_ts,
             "n_cpus": self.n_cpus,
             "syscall_threads": self.syscall_threads,
+            "serial_syscalls": self.serial,
         }
 
     @classmethod
@@ -202,6 +210,7 @@ class TraceEncoder:
         enc.start_ts = {k: int(v) for k, v in data["start_ts"].items()}
         enc.n_cpus = int(data["n_cpus"])
         enc.syscall_threads = data.get("syscall_threads")  # None: saved before it was fitted
+        enc.serial = {w: list(names) for w, names in data.get("serial_syscalls", {}).items()}
         return enc
 
 

@@ -70,6 +70,7 @@ class TraceSynthSettings:
     tid_temperature: float | None = None  # thread-id channel's temperature (None: the sampler's default)
     support_rounds: int | None = None  # support corrector rounds (None: the sampler's default; 0: off)
     copy_rounds: int | None = None  # copy guard rounds (None: the sampler's default; 0: off)
+    serial_guide: bool | None = None  # guide serial syscalls of light traces (None: the default, on)
 
 
 @dataclass

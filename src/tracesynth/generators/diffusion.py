@@ -47,9 +47,10 @@ SUPPORT_ROUNDS = 4
 COPY_ROUNDS = 4
 
 
-def constraint_tools(mode: str, single_thread: bool = False):
+def constraint_tools(mode: str, single_thread: bool = False, serial=()):
     """(guide or None, repair function or None) for a `--constraints` mode; a clear error when
-    the constraints package cannot provide them (never a silent skip)."""
+    the constraints package cannot provide them (never a silent skip). `serial`: syscalls the
+    guide holds to entry/exit alternation in windows without thread ids."""
     if mode not in CONSTRAINT_MODES:
         raise ConfigError(f"constraints must be one of {', '.join(CONSTRAINT_MODES)}, not {mode!r}")
     if mode == "none":
@@ -70,7 +71,7 @@ def constraint_tools(mode: str, single_thread: bool = False):
         try:
             from tracesynth.constraints import ConstraintGuide
             # A model without thread ids, trained on one-thread runs, reads as one thread.
-            guide = ConstraintGuide(single_thread=True) if single_thread else ConstraintGuide()
+            guide = ConstraintGuide(single_thread=True) if single_thread else ConstraintGuide(serial=serial)
         except (ImportError, TypeError) as exc:
             raise ConfigError(f"--constraints guided: no sampling guide available ({exc}); "
                               "use --constraints repair or none") from None
@@ -90,7 +91,7 @@ class TraceSynth(Generator):
                  corrector_steps: int = 0, start_temperature: float | None = START_TEMPERATURE,
                  start_rate: float = START_RATE, phase_events: int | None = None, spread: int = SPREAD,
                  tid_temperature: float = TID_TEMPERATURE, support_rounds: int = SUPPORT_ROUNDS,
-                 copy_rounds: int = COPY_ROUNDS):
+                 copy_rounds: int = COPY_ROUNDS, serial_guide: bool = True):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -112,12 +113,13 @@ class TraceSynth(Generator):
         self.tid_temperature = tid_temperature
         self.support_rounds = support_rounds
         self.copy_rounds = copy_rounds
+        self.serial_guide = serial_guide
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
                 "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state",
                 "corrector_steps", "start_temperature", "start_rate", "phase_events", "spread",
-                "tid_temperature", "support_rounds", "copy_rounds")
+                "tid_temperature", "support_rounds", "copy_rounds", "serial_guide")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -166,7 +168,8 @@ class TraceSynth(Generator):
         from tracesynth.sampling import generate
 
         single_thread = self.single_thread()
-        guide, repair = constraint_tools(constraints or self.constraints, single_thread)
+        guide, repair = constraint_tools(constraints or self.constraints, single_thread,
+                                         self.serial_syscalls(workload))
         margin = 0 if repair is None else max(64, n_events // 20)
         trace = generate(self.model_, self.encoder_, n_events + margin, workload,
                          steps=steps or self.sample_steps,
@@ -186,6 +189,16 @@ class TraceSynth(Generator):
         events of other tasks do not count; see `TraceEncoder.single_syscall_thread`)."""
         enc = self.encoder_
         return "tid" not in enc.channels and (enc.single_syscall_thread or len(enc.tid.pool) <= 1)
+
+    def serial_syscalls(self, workload: str) -> list[str]:
+        """The syscalls guided sampling holds to entry/exit alternation for `workload`: those its
+        training runs never overlap (`encoding.serial`), for a model without thread ids on a
+        workload with several syscall threads (with one thread, every syscall is paired
+        already); none when `serial_guide` is off or the model was saved before they were fitted."""
+        enc = self.encoder_
+        if not self.serial_guide or "tid" in enc.channels or self.single_thread():
+            return []
+        return list(enc.serial.get(workload, []))
 
     # --- persistence --------------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:
