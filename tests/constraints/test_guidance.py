@@ -114,6 +114,10 @@ def test_serial_syscalls_pair_up_in_windows_without_thread_ids():
     # 4: a second write exit; 7: a second entry while one is pending. futex is not serial (its
     # calls overlap in real runs), so its entry at 5 after the exit at 3 is not judged.
     assert np.flatnonzero(bad).tolist() == [4, 7]
+    # Serial syscalls are made one at a time, together: no read while a write is pending, and
+    # a pending read is closed by its own exit only.
+    w = window([E + "write", E + "read", E + "read", X + "write"], [-1] * 4)
+    assert np.flatnonzero(ConstraintGuide(serial={"read", "write"}).violating_positions(w)).tolist() == [1, 2, 3]
 
 
 def test_serial_pairs_wait_for_undecided_positions_and_yield_to_thread_ids():

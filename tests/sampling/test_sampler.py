@@ -94,6 +94,34 @@ def test_guide_hook_contract_and_effect(full_model):
     assert len(guide.partials) == 7 * 11
 
 
+def test_guide_rounds_redraw_what_the_last_step_left_and_never_leave_more(full_model):
+    model, encoder, real = full_model
+    codes, _ = _window(encoder, real)
+    known_mask = {ch: np.arange(64) < 16 for ch in codes}
+
+    def partial_fn(c, decided):
+        return encoder.partial(c, decided, np.full(encoder.tid.slots, -1, dtype=np.int64))
+
+    def run(rounds, guide):
+        return sample_window(model, codes, known_mask, 0, steps=4, guide=guide, partial_fn=partial_fn,
+                             guide_rounds=rounds, generator=torch.Generator().manual_seed(3))
+
+    names = encoder.event.decode(np.arange(encoder.event.vocab_size))
+    plain = run(0, None)
+    top = names[np.bincount(plain["event"][16:]).argmax()]  # the commonest generated event: "forbidden"
+    guides = {rounds: ForbidEvent(top) for rounds in (0, 4)}
+    out = {rounds: run(rounds, guide) for rounds, guide in guides.items()}
+    left = {rounds: int((names[o["event"][16:]] == top).sum()) for rounds, o in out.items()}
+    assert 0 < left[0] and left[4] < left[0]
+    assert all((out[4][ch][:16] == codes[ch][:16]).all() for ch in codes)
+    assert len(guides[0].partials) == 3  # after each step but the last, nothing more
+    # Then once per round: each kept round leaves fewer, an undone one is not kept.
+    flagged = [int((p["event"][16:] == top).sum()) for p in guides[4].partials[3:]]
+    assert flagged[0] == left[0] and min(flagged) == left[4]
+    with pytest.raises(ValueError, match="rounds"):
+        run(-1, guides[0])
+
+
 class RuleOutEvent(ForbidEvent):
     """A fake guide that also rules names out before they are drawn."""
 

@@ -35,8 +35,8 @@ class ConstraintGuide:
     rules (default all that apply to a window: syscall-pairing, return-values, thread-lifecycle,
     thread-migration). `single_thread=True` reads windows without thread ids (a `light` model)
     as one thread, for workloads whose real traces have one thread. `serial` names syscalls
-    that never overlap in the workload's real runs (`encoding.serial`): in a window without
-    thread ids, each of them must alternate entry and exit whatever thread makes it."""
+    the workload's real runs make one at a time (`encoding.serial`): in a window without
+    thread ids they are read as one thread, whichever thread makes them."""
 
     GUIDED = ("syscall-pairing", "return-values", "thread-lifecycle", "thread-migration")
 
@@ -133,11 +133,11 @@ class ConstraintGuide:
                 bad[b[_unpaired(a, b, kind, scid, flags, has_ret)]] = True
                 bad |= known & (kind == ENTRY) & has_ret
         if self.serial and "syscall-pairing" in self.rules and not thread.any():
-            # No thread ids: each serial syscall's own events, in window order, must pair up.
-            # An undecided position could still become the missing half, so a pair with one
-            # between is not judged yet.
+            # No thread ids: the serial syscalls' events, in window order, pair up as one
+            # thread's would. An undecided position could still become the missing half, so a
+            # pair with one between is not judged yet.
             member = known & ((flags & _F_SERIAL) > 0)
-            prev, ok = _pairs(pos, scid, member, ~known)
+            prev, ok = _pairs(pos, np.zeros(n, np.int64), member, ~known)
             a, b = prev[ok], pos[ok]
             bad[b[_unpaired(a, b, kind, scid, flags, has_ret)]] = True
         if "return-values" in self.rules:
@@ -189,7 +189,7 @@ class ConstraintGuide:
 
 
 def _unpaired(a, b, kind, scid, flags, has_ret) -> np.ndarray:
-    """For consecutive syscall events a → b of one thread (or of one serial syscall): whether
+    """For consecutive syscall events a → b of one thread (or of the serial syscalls): whether
     b breaks the pairing (an entry while a call is pending, an exit that closes nothing or the
     wrong call, anything after entering a call that ends the thread)."""
     ka, kb = kind[a], kind[b]

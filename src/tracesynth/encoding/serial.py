@@ -1,24 +1,28 @@
-"""Syscalls that never overlap in the training runs: what a trace without thread ids can still
-be checked against.
+"""Syscalls that the training runs make one at a time: what a trace without thread ids can
+still be checked against.
 
 A `light` model has no thread channel, so on a workload whose syscalls come from several threads
 the syscall-pairing rule cannot tell whose exit closes whose entry, and nothing guides sampling
-(stream writes exits with no entry; pybench's child start-ups leave entries open). Yet most
-syscalls of such runs are still made one at a time: in every bundled pybench run 39 of its 41
-syscalls alternate entry, exit, entry, exit in the global event order, whichever thread makes
-them (stream: 22 of 24, among them `write`). For those, the projection of a trace onto one
-syscall's events must alternate too, and a guide can hold a generated trace to it
-(`constraints.guidance.ConstraintGuide(serial=...)`).
+(stream writes exits with no entry; pybench's child start-ups leave entries open: `>pread64
+>getuid >lseek`). Yet most syscalls of such runs are still made one at a time: projected onto
+all their syscalls but `poll` and `execve` (the parent polls while a child starts), every
+bundled pybench run reads `>a <a >b <b ...` for 64,500 syscall events, whichever process makes
+them; stream's runs do for 13 syscalls (`write` among them, not `futex`, on which its threads
+wait together). Those syscalls behave as one virtual thread, and a guide can hold a generated
+trace to that (`constraints.guidance.ConstraintGuide(serial=...)`): an entry is followed by its
+own exit before any other of them.
 
-A syscall qualifies when every training run of the workload alternates it (no two entries and
-no two exits in a row; a run may begin with the exit of a call entered before recording began),
-and the runs together hold at least `MIN_CALLS` of its entries and as many exits: a call seen
-once or twice alternates by chance. Calls that do not return (exit, exit_group) have no exits
-and never qualify.
+The set is found greedily: begin with every syscall that has at least `MIN_CALLS` entries and
+as many exits across the training runs (a call seen once or twice fits by chance; calls that do
+not return, exit and exit_group, have no exits and never qualify); while some run's projection
+breaks (two entries in a row, two exits, an exit of another call), drop the syscall involved in
+the most breaks (ties: the first by name). A run may begin with the exit of a call entered
+before recording began.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -26,7 +30,7 @@ import pandas as pd
 
 from tracesynth.schema import SYSCALL_ENTRY_PREFIX, SYSCALL_EXIT_PREFIX
 
-#: Entries (and exits) a syscall needs across the training runs before its alternation counts.
+#: Entries (and exits) a syscall needs across the training runs before it can join the set.
 MIN_CALLS = 4
 
 
@@ -42,31 +46,40 @@ def _calls(events: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame({"syscall": syscall, "kind": np.where(entry, 1, 2)})
 
 
+def _breaks(syscall: np.ndarray, kind: np.ndarray) -> np.ndarray:
+    """Rows of a projection that break one-at-a-time order given the row before: the same kind
+    twice, or an exit of another call than the one entered."""
+    out = np.zeros(len(kind), bool)
+    if len(kind) > 1:
+        out[1:] = (kind[1:] == kind[:-1]) | ((kind[1:] == 2) & (syscall[1:] != syscall[:-1]))
+    return out
+
+
 def serial_syscalls(runs: Iterable[Sequence[str] | np.ndarray]) -> list[str]:
-    """The syscall names (without prefix) that alternate entry/exit in every run, sorted."""
-    broken: set[str] = set()
-    entries: dict[str, int] = {}
-    exits: dict[str, int] = {}
-    for events in runs:
-        calls = _calls(np.asarray(events, dtype=object))
-        if calls.empty:
-            continue
-        broken.update(calls["syscall"].to_numpy()[_repeated(calls)])
-        counts = calls.groupby(["syscall", "kind"]).size()
-        for (name, kind), n in counts.items():
-            (entries if kind == 1 else exits)[name] = (entries if kind == 1 else exits).get(name, 0) + int(n)
-    return sorted(name for name in entries
-                  if name not in broken and entries[name] >= MIN_CALLS and exits.get(name, 0) >= MIN_CALLS)
+    """The syscall names (without prefix) every run makes one at a time, together, sorted."""
+    calls = [_calls(np.asarray(events, dtype=object)) for events in runs]
+    counts = Counter()
+    for c in calls:
+        counts.update(zip(c["syscall"], c["kind"]))
+    chosen = {name for (name, kind), n in counts.items()
+              if kind == 1 and n >= MIN_CALLS and counts[(name, 2)] >= MIN_CALLS}
+    while chosen:
+        involved = Counter()
+        for c in calls:
+            c = c[c["syscall"].isin(chosen)]
+            syscall, kind = c["syscall"].to_numpy(), c["kind"].to_numpy()
+            rows = np.flatnonzero(_breaks(syscall, kind))
+            involved.update(syscall[rows])
+            involved.update(syscall[rows - 1])
+        if not involved:
+            break
+        chosen.discard(min(involved, key=lambda name: (-involved[name], name)))
+    return sorted(chosen)
 
 
 def overlaps(events: Sequence[str] | np.ndarray, names: Iterable[str]) -> tuple[int, int]:
-    """(events of the `names` syscalls that repeat their previous event's kind — a second
-    entry while one is pending, or an exit with none —, events of those syscalls in all)."""
+    """(events of the `names` syscalls that break one-at-a-time order — an entry while one of
+    them is pending, an exit of another call or with none pending —, their events in all)."""
     calls = _calls(np.asarray(events, dtype=object))
     calls = calls[calls["syscall"].isin(set(names))]
-    return int(_repeated(calls).sum()), len(calls)
-
-
-def _repeated(calls: pd.DataFrame) -> np.ndarray:
-    """Rows whose kind equals the previous kind of the same syscall: two calls overlapped."""
-    return (calls["kind"] == calls.groupby("syscall")["kind"].shift(1)).to_numpy()
+    return int(_breaks(calls["syscall"].to_numpy(), calls["kind"].to_numpy()).sum()), len(calls)

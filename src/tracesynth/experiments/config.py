@@ -71,6 +71,7 @@ class TraceSynthSettings:
     support_rounds: int | None = None  # support corrector rounds (None: the sampler's default; 0: off)
     copy_rounds: int | None = None  # copy guard rounds (None: the sampler's default; 0: off)
     serial_guide: bool | None = None  # guide serial syscalls of light traces (None: the default, on)
+    guide_rounds: int | None = None  # guided: redraw rounds after the last step (None: default; 0: off)
 
 
 @dataclass
@@ -278,6 +279,8 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
         _fail(source, "tracesynth.tid_temperature", f"must be positive, got {ts.tid_temperature}")
     if ts.support_rounds is not None and ts.support_rounds < 0:
         _fail(source, "tracesynth.support_rounds", f"must be 0 (off) or positive, got {ts.support_rounds}")
+    if ts.guide_rounds is not None and ts.guide_rounds < 0:
+        _fail(source, "tracesynth.guide_rounds", f"must be 0 (off) or positive, got {ts.guide_rounds}")
     if ts.copy_rounds is not None and ts.copy_rounds < 0:
         _fail(source, "tracesynth.copy_rounds", f"must be 0 (off) or positive, got {ts.copy_rounds}")
     if ts.lr <= 0:

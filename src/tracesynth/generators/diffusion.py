@@ -45,6 +45,10 @@ SUPPORT_ROUNDS = 4
 # in training are broken at a branch point (encoding/copies.py). Measured in docs/model.md,
 # "Copy guard".
 COPY_ROUNDS = 4
+# Rounds of redrawing, after each window's last denoising step, the events the constraint guide
+# flags (guided mode only; the steps before re-mask them, the last one cannot). Measured in
+# docs/constraints.md, "Guided sampling".
+GUIDE_ROUNDS = 4
 
 
 def constraint_tools(mode: str, single_thread: bool = False, serial=()):
@@ -91,7 +95,7 @@ class TraceSynth(Generator):
                  corrector_steps: int = 0, start_temperature: float | None = START_TEMPERATURE,
                  start_rate: float = START_RATE, phase_events: int | None = None, spread: int = SPREAD,
                  tid_temperature: float = TID_TEMPERATURE, support_rounds: int = SUPPORT_ROUNDS,
-                 copy_rounds: int = COPY_ROUNDS, serial_guide: bool = True):
+                 copy_rounds: int = COPY_ROUNDS, serial_guide: bool = True, guide_rounds: int = GUIDE_ROUNDS):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -114,12 +118,13 @@ class TraceSynth(Generator):
         self.support_rounds = support_rounds
         self.copy_rounds = copy_rounds
         self.serial_guide = serial_guide
+        self.guide_rounds = guide_rounds
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
                 "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state",
                 "corrector_steps", "start_temperature", "start_rate", "phase_events", "spread",
-                "tid_temperature", "support_rounds", "copy_rounds", "serial_guide")
+                "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -178,7 +183,8 @@ class TraceSynth(Generator):
                          guide=guide, on_progress=on_progress, corrector_steps=self.corrector_steps,
                          start_temperature=self.start_temperature, spread=self.spread,
                          channel_temperature={"tid": self.tid_temperature},
-                         support_rounds=self.support_rounds, copy_rounds=self.copy_rounds)
+                         support_rounds=self.support_rounds, copy_rounds=self.copy_rounds,
+                         guide_rounds=self.guide_rounds)
         if single_thread:  # so `check` (and the evaluation's validity) read it as one thread too
             trace.meta.extra["threads"] = 1
         return trace, repair

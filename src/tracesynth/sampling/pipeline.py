@@ -48,6 +48,7 @@ def generate(
     channel_temperature: dict[str, float] | None = None,
     support_rounds: int = 0,
     copy_rounds: int = 0,
+    guide_rounds: int = 0,
 ) -> Trace:
     """Generate `n_events` canonical events for `workload` (deterministic in `seed` on CPU);
     with `prefix`, they continue that trace (its last events condition the first window).
@@ -55,7 +56,8 @@ def generate(
     event 8-grams of `workload` where that grammar is closed (`EventSupport.applies`; a model
     saved before the table existed has none: no-op). `copy_rounds` > 0 runs the sampler's copy
     guard against the training traces' event spans of `workload` where real runs share few long
-    spans (`SpanTable.applies`; none saved: no-op)."""
+    spans (`SpanTable.applies`; none saved: no-op). `guide_rounds` > 0 (with a guide) redraws
+    what still breaks a rule after each window's last step."""
     if workload not in encoder.workloads:
         raise ConfigError(f"unknown workload {workload!r}; the model knows: {', '.join(encoder.workloads)}")
     if not 0.0 <= prefix_fraction < 1.0:
@@ -113,7 +115,7 @@ def generate(
                               corrector_steps=corrector_steps, start_temperature=start_temperature,
                               spread=spread, channel_temperature=channel_temperature,
                               support_cover=support_cover, support_rounds=support_rounds,
-                              copy_guard=copy_guard, copy_rounds=copy_rounds)
+                              copy_guard=copy_guard, copy_rounds=copy_rounds, guide_rounds=guide_rounds)
         cols = decoder.decode_window(codes, start, slot_tids.copy())
         take = min(n_events - produced, window - start)
         parts.append({k: v[:take] for k, v in cols.items()})

@@ -130,6 +130,7 @@ def sample_window(
     support_steps: int = 2,
     copy_guard: CopyGuard | None = None,
     copy_rounds: int = 0,
+    guide_rounds: int = 0,
 ) -> dict[str, np.ndarray]:
     """Codes for one window (numpy int64 per channel). `known[ch]` holds codes where
     `known_mask[ch]` is True; everything else is generated. `banned[ch]` lists classes never
@@ -145,13 +146,15 @@ def sample_window(
     `support_cover(event codes) -> bool per position` marks events inside k-grams unseen in
     training; with `support_rounds` > 0 the support corrector redraws them (module docstring).
     `copy_guard` (`sampling.copy_guard`) with `copy_rounds` > 0 edits event spans copied from
-    training at branch points and redraws the edited events' other channels."""
+    training at branch points and redraws the edited events' other channels. With a guide,
+    `guide_rounds` > 0 re-masks what still breaks a rule after the last step (which nothing
+    re-masked) and redraws it in a short pass, keeping a round only if fewer positions break."""
     if steps < 1:
         raise ValueError("steps must be at least 1")
     if support_rounds < 0 or support_steps < 1:
         raise ValueError("support rounds must be >= 0 and support steps >= 1")
-    if copy_rounds < 0:
-        raise ValueError("copy rounds must be >= 0")
+    if copy_rounds < 0 or guide_rounds < 0:
+        raise ValueError("copy and guide rounds must be >= 0")
     if start_temperature is not None and start_temperature <= 0:
         raise ValueError("start temperature must be positive")
     if spread < 0:
@@ -263,6 +266,33 @@ def sample_window(
             bad &= ~any_clamped
             if bad.any():
                 remask(torch.as_tensor(np.nonzero(bad)[0], device=device))
+    sub = [p / steps for p in time_points(support_steps, time_grid)]
+
+    def short_pass() -> None:
+        """Reveal what is masked in `support_steps` short reverse steps (from t = 1/steps)."""
+        for j in range(support_steps):
+            reveal(sub[j], schedule.unmask_probability(sub[j], sub[j + 1]))
+
+    def violations() -> np.ndarray:
+        return np.asarray(guide.violating_positions(_partial(x, model, mask_ids, partial_fn)), bool) & ~any_clamped
+
+    if guide is not None and partial_fn is not None and guide_rounds:
+        # The last step's tokens were drawn together and nothing re-masked them: redraw the
+        # ones that break a rule, as the steps before did, until none is left or it stops helping.
+        bad = violations()
+        for _ in range(guide_rounds):
+            if not bad.any():
+                break
+            before = {ch: x[ch].clone() for ch in model.channels}
+            # The flagged event and its neighbours: the event before it may be the wrong half.
+            near = bad | np.roll(bad, 1) | np.roll(bad, -1)
+            remask(torch.as_tensor(np.nonzero(near & ~any_clamped)[0], device=device))
+            short_pass()
+            now = violations()
+            if now.sum() >= bad.sum():
+                x.update(before)
+                break
+            bad = now
     free = torch.as_tensor(np.nonzero(~any_clamped)[0], device=device)
     n_redraw = int(round(corrector_fraction * len(free)))
     for _ in range(corrector_steps if n_redraw else 0):
@@ -278,13 +308,6 @@ def sample_window(
             score += logp.gather(1, x[ch][0, free][:, None]).flatten()
         remask(free[torch.topk(score, n_redraw, largest=False).indices])
         reveal(corrector_fraction, 1.0)
-    sub = [p / steps for p in time_points(support_steps, time_grid)]
-
-    def short_pass() -> None:
-        """Reveal what is masked in `support_steps` short reverse steps (from t = 1/steps)."""
-        for j in range(support_steps):
-            reveal(sub[j], schedule.unmask_probability(sub[j], sub[j + 1]))
-
     if support_cover is not None and "event" in model.channels:
         # Support corrector: the events in unseen k-grams go back to MASK and are drawn again;
         # a round that makes things worse is undone.
