@@ -120,6 +120,25 @@ def test_bad_requests_fail_with_one_line_errors(trained, tmp_path, capsys):
     assert "--support-rounds must be >= 0" in capsys.readouterr().err
     assert main(["generate", str(model), "-n", "10", "--copy-rounds", "-2", "-o", str(tmp_path / "x.parquet")]) == 2
     assert "--copy-rounds must be >= 0" in capsys.readouterr().err
+    assert main(["generate", str(model), "-n", "10", "--guide-rounds", "-1", "-o", str(tmp_path / "x.parquet")]) == 2
+    assert "--guide-rounds must be >= 0" in capsys.readouterr().err
     assert main(["train", "no-such-thing", "-o", str(tmp_path / "m")]) == 2
     assert main(["train", str(data), "-o", str(tmp_path / "m"), "--channels", "event,colour"]) == 2
     assert not (tmp_path / "x.parquet").exists()
+
+
+def test_light_model_of_a_multi_threaded_workload_reports_its_serial_syscalls(tmp_path, capsys):
+    import tracesynth.datasets as ds
+
+    data = tmp_path / "pybench.parquet"
+    ds.load("pybench", 1).slice(0, 3000).with_meta(workload="pybench").save(data)
+    model = tmp_path / "model"
+    assert main(["train", str(data), "-o", str(model), "--steps", "4", "--seed", "1", *TINY]) == 0
+    capsys.readouterr()
+    out = tmp_path / "s.parquet"
+    assert main(["generate", str(model), "-n", "300", "--steps", "4", "-o", str(out)]) == 0
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith("serial guide: ") and "syscalls the training runs never overlap" in line, line
+    assert main(["generate", str(model), "-n", "300", "--steps", "4", "--no-serial-guide", "--guide-rounds", "0",
+                 "-o", str(out)]) == 0
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("copy guard: ")

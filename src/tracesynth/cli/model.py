@@ -126,6 +126,9 @@ def generate(
                                     help="Rounds of editing 256-event spans copied verbatim from a training "
                                          "trace, at places where training itself varies (0 = off; default: "
                                          "the model's, 4)."),
+    guide_rounds: int = typer.Option(None, "--guide-rounds",
+                                     help="Guided: rounds of redrawing, after each window's last step, the "
+                                          "events that still break a rule (0 = off; default: the model's, 4)."),
     serial_guide: bool = typer.Option(None, "--serial-guide/--no-serial-guide",
                                       help="Guided, light models on multi-threaded workloads: hold each "
                                            "syscall the training runs never overlap to entry/exit "
@@ -166,6 +169,10 @@ def generate(
         if copy_rounds < 0:
             raise ConfigError(f"--copy-rounds must be >= 0, got {copy_rounds}")
         gen.copy_rounds = copy_rounds
+    if guide_rounds is not None:
+        if guide_rounds < 0:
+            raise ConfigError(f"--guide-rounds must be >= 0, got {guide_rounds}")
+        gen.guide_rounds = guide_rounds
     if serial_guide is not None:
         gen.serial_guide = serial_guide
     if n_events <= 0:
