@@ -5,10 +5,13 @@ rounds, in alternating order, and print events/s, the ratio, and what the pass c
 - `--corrector support` (default): the support corrector; the share of the trace's event 8-grams
   that no training run contains, beside a training run's own share;
 - `--corrector copy`: the copy guard; the share of the trace's event 256-grams that occur
-  verbatim in a training run, in the whole trace and in its first window (the start-up).
+  verbatim in a training run, in the whole trace and in its first window (the start-up);
+- `--corrector guide`: the guide's rounds after each window's last step; the rule breaks per
+  1,000 events the sampler leaves before repair (serial syscalls out of one-at-a-time order for
+  a light model of a multi-threaded workload, else `check`'s violations).
 
     .venv/bin/python benchmarks/bench_support.py --models out/light4096-3000-support/models \\
-        [--corrector support|copy] [--workloads gzip,stream] [--events 32768] [--repeats 2]
+        [--corrector support|copy|guide] [--workloads gzip,stream] [--events 32768] [--repeats 2]
 
 Models must carry their tables (`support.safetensors`, and `copies.safetensors` for the copy
 guard: every model trained since they exist; older ones: see benchmarks/results/
@@ -32,10 +35,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=32768)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--corrector", choices=("support", "copy"), default="support")
+    parser.add_argument("--corrector", choices=("support", "copy", "guide"), default="support")
     args = parser.parse_args(argv)
 
-    from tracesynth.generators.diffusion import COPY_ROUNDS, SUPPORT_ROUNDS, TraceSynth
+    from tracesynth.constraints import check
+    from tracesynth.encoding.serial import overlaps
+    from tracesynth.generators.diffusion import COPY_ROUNDS, GUIDE_ROUNDS, SUPPORT_ROUNDS, TraceSynth
 
     if not args.models.is_dir():
         print(f"{args.models}: not a directory of model directories", file=sys.stderr)
@@ -48,9 +53,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.models}: no tracesynth__* model directories" + (f" for {args.workloads}" if wanted else ""),
               file=sys.stderr)
         return 2
-    copy = args.corrector == "copy"
-    setting, default = ("copy_rounds", COPY_ROUNDS) if copy else ("support_rounds", SUPPORT_ROUNDS)
-    measured = "copied 256-grams (first window)" if copy else "unseen 8-grams"
+    copy, guide = args.corrector == "copy", args.corrector == "guide"
+    setting, default, measured = {
+        "support": ("support_rounds", SUPPORT_ROUNDS, "unseen 8-grams"),
+        "copy": ("copy_rounds", COPY_ROUNDS, "copied 256-grams (first window)"),
+        "guide": ("guide_rounds", GUIDE_ROUNDS, "rule breaks per 1k before repair"),
+    }[args.corrector]
     print(f"{'workload':10s} {'rounds':>6s} {'events/s':>10s} {measured:>32s}   ratio (on/off time)")
     for d in dirs:
         workload = d.name.split("__")[1]
@@ -59,17 +67,25 @@ def main(argv: list[str] | None = None) -> int:
         if support is None or workload not in support.grams or (copy and (copies is None or workload not in copies.spans)):
             print(f"{workload:10s} skipped: the model has no {'span' if copy else '8-gram'} table", file=sys.stderr)
             continue
-        gen.copy_rounds, gen.support_rounds = COPY_ROUNDS, SUPPORT_ROUNDS
+        gen.copy_rounds, gen.support_rounds, gen.guide_rounds = COPY_ROUNDS, SUPPORT_ROUNDS, GUIDE_ROUNDS
+        serial = gen.serial_syscalls(workload)
         times: dict[int, list[float]] = {0: [], default: []}
         effect: dict[int, str] = {}
         for _ in range(args.repeats):
             for rounds in (0, default):
                 setattr(gen, setting, rounds)
                 start = time.perf_counter()
-                trace = gen.generate(args.events, workload, args.seed, constraints="guided")
+                if guide:  # what the sampler leaves, before repair
+                    trace = gen.draw(args.events, workload, args.seed, constraints="guided")[0]
+                else:
+                    trace = gen.generate(args.events, workload, args.seed, constraints="guided")
                 times[rounds].append(time.perf_counter() - start)
                 codes = gen.encoder_.encode(trace)["event"]
-                if copy:
+                if guide:
+                    broken = (overlaps(trace.events.column("event").to_numpy(zero_copy_only=False), serial)[0]
+                              if serial else sum(r.count for r in check(trace).rules))
+                    effect[rounds] = f"{1000 * broken / len(trace):.1f}"
+                elif copy:
                     first = codes[:gen.model_.config.context]
                     effect[rounds] = f"{copies.copy_share(codes, workload):.2%} ({copies.copy_share(first, workload):.2%})"
                 else:
@@ -78,7 +94,9 @@ def main(argv: list[str] | None = None) -> int:
             rate = args.events / statistics.median(times[rounds])
             print(f"{workload:10s} {rounds:6d} {rate:10,.0f} {effect[rounds]:>32s}")
         ratio = statistics.median(times[default]) / statistics.median(times[0])
-        if copy:
+        if guide:
+            note = f"; {len(serial)} serial syscalls" if serial else ""
+        elif copy:
             note = f"; a training run from the others: {copies.natural.get(workload, 0.0):.2%}"
             note += "" if copies.applies(workload) else "  (real runs share most long spans: guard off)"
         else:
