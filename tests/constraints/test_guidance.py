@@ -129,3 +129,20 @@ def test_serial_pairs_wait_for_undecided_positions_and_yield_to_thread_ids():
     # With thread ids the per-thread rule judges: two threads may each have a write pending.
     bad = ConstraintGuide(serial={"write"}).violating_positions(window(events, [1, 1, 2]))
     assert not bad.any()
+
+
+def test_serial_pairing_continues_across_the_window_seam():
+    guide = ConstraintGuide(serial={"write"})
+    w = window([X + "write", "sched_switch", E + "write"], [-1] * 3)
+    assert not guide.violating_positions(w).any()  # alone, the window reads like a trace start
+    guide.begin_window([E + "write", "sched_wakeup", X + "write", "sched_switch"], new_trace=True)
+    assert guide.violating_positions(w).tolist() == [True, False, False]  # the write was closed
+    guide.begin_window(["sched_switch"])  # nothing serial passed: the last one still counts
+    assert guide.violating_positions(w).tolist() == [True, False, False]
+    guide.begin_window([E + "write"])
+    assert not guide.violating_positions(w).any()  # the exit closes the call entered before
+    w = window([None, X + "write"], [-1] * 2)
+    guide.begin_window([X + "write"])
+    assert not guide.violating_positions(w).any()  # an undecided event first: not judged yet
+    guide.begin_window([], new_trace=True)
+    assert not guide.violating_positions(window([X + "write"], [-1])).any()

@@ -45,6 +45,7 @@ class ConstraintGuide:
         names = [r.name for r in select_rules(rules)]
         self.single_thread = single_thread
         self.serial = frozenset(serial)
+        self._before: str | None = None  # the last serial syscall event before the window
         # Whether the sampler should also rule names out before drawing (allowed_event_mask),
         # not only re-mask violations after each step. Off by default: on the bundled
         # workloads it lowered TSTR (fileio 0.98 -> 0.72 of TRTR; docs/constraints.md).
@@ -112,6 +113,23 @@ class ConstraintGuide:
         ret, has_ret = _rets(partial.get("ret"), len(events))
         return known, kind, scid, dom, flags, tid, cpu, ret, has_ret
 
+    def begin_window(self, passed, new_trace: bool = False) -> None:
+        """The event names that passed out of view before the next window: since the last call,
+        in trace order (with `new_trace`, a new trace begins and they are all that precede
+        it). The serial syscalls' pairing then continues across the seam: a window's first
+        serial event is judged against the last one before the window, where a window alone
+        would read it as a trace start (stream writes once every ~1,700 events, so a write's
+        entry and exit often fall in different windows)."""
+        if new_trace:
+            self._before = None
+        if not self.serial:
+            return
+        for name in reversed(list(passed)):
+            kind, syscall = parse_syscall(name) if isinstance(name, str) else (0, "")
+            if kind and syscall in self.serial:
+                self._before = name
+                return
+
     # --- the hook ----------------------------------------------------------------------
     def violating_positions(self, partial: dict) -> np.ndarray:
         known, kind, scid, dom, flags, tid, cpu, ret, has_ret = self._decode(partial)
@@ -140,6 +158,15 @@ class ConstraintGuide:
             prev, ok = _pairs(pos, np.zeros(n, np.int64), member, ~known)
             a, b = prev[ok], pos[ok]
             bad[b[_unpaired(a, b, kind, scid, flags, has_ret)]] = True
+            first = np.flatnonzero(member)[:1]
+            if self._before is not None and len(first) and known[:first[0]].all():
+                # The pair across the seam: the last serial event before the window at index n.
+                code = self._code(self._before)  # may grow the tables: look them up after
+                kind_t, scid_t, _, flag_t = self._arrays()
+                ext = [np.append(arr, table[code]) for arr, table in
+                       ((kind, kind_t), (scid, scid_t), (flags, flag_t))]
+                seam = _unpaired(np.array([n]), first, *ext, np.append(has_ret, False))
+                bad[first[seam]] = True
         if "return-values" in self.rules:
             exits = np.flatnonzero(known & (kind == EXIT) & has_ret)
             if len(exits):

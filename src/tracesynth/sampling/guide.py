@@ -23,3 +23,7 @@ import numpy as np
 class SamplingGuide(Protocol):
     def violating_positions(self, partial: dict[str, np.ndarray]) -> np.ndarray:
         """A boolean array over the window: True where a decided event breaks a rule."""
+
+    # Optional: `begin_window(passed, new_trace)` is called before each window with the event
+    # names that left the window's view since the last call (with `new_trace`, all that
+    # precede the first window), so that a guide can judge across the seam.

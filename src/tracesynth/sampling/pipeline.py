@@ -109,6 +109,13 @@ def generate(
 
         # Index in the trace of the window's first event (its known prefix included).
         offset = produced - start + (len(prefix) if prefix is not None else 0)
+        if guide is not None and callable(getattr(guide, "begin_window", None)):
+            # What the guide can no longer see: the events before this window since the last one.
+            if not parts:
+                passed = [] if prefix is None else prefix.events.column("event").to_pylist()[:len(prefix) - start]
+            else:
+                passed = encoder.event.decode(prev_codes["event"][:len(prev_codes["event"]) - start])
+            guide.begin_window(passed, new_trace=not parts)
         codes = sample_window(model, known, known_mask, label, steps, guidance_scale, generator,
                               temperature, guide, partial_fn, banned=banned, order=order,
                               time_grid=time_grid, offset=offset, event_names=event_names,

@@ -276,23 +276,6 @@ def sample_window(
     def violations() -> np.ndarray:
         return np.asarray(guide.violating_positions(_partial(x, model, mask_ids, partial_fn)), bool) & ~any_clamped
 
-    if guide is not None and partial_fn is not None and guide_rounds:
-        # The last step's tokens were drawn together and nothing re-masked them: redraw the
-        # ones that break a rule, as the steps before did, until none is left or it stops helping.
-        bad = violations()
-        for _ in range(guide_rounds):
-            if not bad.any():
-                break
-            before = {ch: x[ch].clone() for ch in model.channels}
-            # The flagged event and its neighbours: the event before it may be the wrong half.
-            near = bad | np.roll(bad, 1) | np.roll(bad, -1)
-            remask(torch.as_tensor(np.nonzero(near & ~any_clamped)[0], device=device))
-            short_pass()
-            now = violations()
-            if now.sum() >= bad.sum():
-                x.update(before)
-                break
-            bad = now
     free = torch.as_tensor(np.nonzero(~any_clamped)[0], device=device)
     n_redraw = int(round(corrector_fraction * len(free)))
     for _ in range(corrector_steps if n_redraw else 0):
@@ -340,6 +323,26 @@ def sample_window(
             if int(copy_guard.copied(x["event"][0].cpu().numpy()).sum()) >= n_copied:
                 x.update(before)
                 break
+    if guide is not None and partial_fn is not None and guide_rounds:
+        # Last, since the passes above redraw too: the last step's tokens were drawn together
+        # and nothing re-masked them, so redraw the ones that break a rule, as the steps before
+        # did, until none is left or the rounds run out.
+        bad, radius = violations(), 1
+        for _ in range(guide_rounds):
+            if not bad.any():
+                break
+            before = {ch: x[ch].clone() for ch in model.channels}
+            # The flagged events and their neighbours (the event before may be the wrong half);
+            # when a round does not help, it is undone and the next one redraws twice as far.
+            near = np.convolve(bad, np.ones(2 * radius + 1), mode="same") > 0
+            remask(torch.as_tensor(np.nonzero(near & ~any_clamped)[0], device=device))
+            short_pass()
+            now = violations()
+            if now.sum() >= bad.sum():
+                x.update(before)
+                radius *= 2
+                continue
+            bad = now
     return {ch: x[ch][0].cpu().numpy().astype(np.int64) for ch in model.channels}
 
 
