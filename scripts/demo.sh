@@ -50,7 +50,8 @@ step "7. generate $N_GEN events, guided by the kernel rules, and write them as P
 # before the support corrector; its last two lines say how many of the trace's 8-grams no
 # training run contains, and how many of its 256-event spans a training run holds verbatim — the
 # copy guard stays off on scimark, whose real runs share most of their long spans; DEMO_WORKLOAD=tar
-# shows it at work).
+# shows it at work; DEMO_WORKLOAD=pybench adds a line on the serial syscalls the guide holds to
+# one-at-a-time order, since its syscalls come from several processes).
 $TS generate "$OUT/model" -n "$N_GEN" --seed 0 --constraints guided \
     -o "$OUT/tracesynth.parquet"
 $TS export "$OUT/tracesynth.parquet" -f ctf -o "$OUT/tracesynth-ctf"
