@@ -130,9 +130,9 @@ def generate(
                                      help="Guided: rounds of redrawing, after each window's last step, the "
                                           "events that still break a rule (0 = off; default: the model's, 4)."),
     serial_guide: bool = typer.Option(None, "--serial-guide/--no-serial-guide",
-                                      help="Guided, light models on multi-threaded workloads: hold each "
-                                           "syscall the training runs never overlap to entry/exit "
-                                           "alternation (default: on)."),
+                                      help="Guided, light models on multi-threaded workloads: hold the "
+                                           "syscalls the training runs make one at a time to that "
+                                           "order (default: on)."),
     constraints: str = typer.Option("guided", "--constraints", help="none, repair, or guided (guide + repair)."),
     format: str = typer.Option(None, "-f", "--format", help="parquet, csv, jsonl, text or ctf."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
@@ -229,7 +229,7 @@ def _serial_note(serial: list[str], trace) -> str:
 
     broken, total = overlaps(trace.events.column("event").to_numpy(zero_copy_only=False), serial)
     return (f"serial guide: {len(serial)} syscalls the training runs never overlap; "
-            f"{broken:,} of their {total:,} events break entry/exit alternation")
+            f"{broken:,} of their {total:,} events break one-at-a-time order")
 
 
 def _copy_note(gen, codes, workload: str) -> str:
