@@ -44,6 +44,9 @@ def test_validity_is_reported_or_honestly_absent(quick_report):
     assert validity["available"] in (True, False)
     if not validity["available"]:
         assert validity["reason"] and "total" not in validity
+    serial = quick_report["workloads"]["unit"]["validity"]["serial"]
+    assert set(serial) == {"synthetic", "real_test"}
+    assert {"syscalls", "events", "serial_events", "per_1k"} <= set(serial["synthetic"])
 
 
 def test_awkward_inputs_are_refused_with_clear_errors():

@@ -239,8 +239,14 @@ def render_html(report: dict, title: str = "TraceSynth evaluation") -> str:
             parts.append("<p><b>Flagged: copies more than the holdout</b>: "
                          + html.escape("; ".join(priv["flag"]["reasons"])) + "</p>")
         validity = per["validity"]["synthetic"]
+        serial = per["validity"].get("serial")
+        serial_text = ("" if not serial else
+                       f"; syscalls the real runs make one at a time ({serial['synthetic']['syscalls']}) out of "
+                       f"that order: {_fmt(serial['synthetic']['per_1k'])} per 1,000 events "
+                       f"(real held-out run: {_fmt(serial['real_test']['per_1k'])})")
         parts.append("<p>validity: " + (f"{_fmt(validity['total'])} violations per 1,000 events"
-                                        if validity.get("available") else html.escape(validity["reason"])) + "</p>")
+                                        if validity.get("available") else html.escape(validity["reason"]))
+                     + html.escape(serial_text) + "</p>")
         for caption, png in _figures(name, per):
             parts.append(f"<h3>{html.escape(caption)}</h3><img alt='{html.escape(caption)}' "
                          f"src='data:image/png;base64,{png}'>")

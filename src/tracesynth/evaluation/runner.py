@@ -307,7 +307,9 @@ def _evaluate(train, test, synthetic, *, seeds, quick, workload, on_step) -> dic
                                                        config.predictors)
         with watch.section("validity"):
             per["validity"] = {"synthetic": validity.violations_per_1000(syn),
-                               "real_test": validity.violations_per_1000(real_test)}
+                               "real_test": validity.violations_per_1000(real_test),
+                               "serial": {"synthetic": validity.serial_breaks(real_train, syn),
+                                          "real_test": validity.serial_breaks(real_train, real_test)}}
         per["series"] = _plot_series(vocab, enc_syn, enc_test, enc_train)
         per["headline"] = _headline(per)
         report["workloads"][name] = per

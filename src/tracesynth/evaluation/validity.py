@@ -46,3 +46,22 @@ def violations_per_1000(traces: Sequence[Trace]) -> dict:
     per_rule = {rule: 1000.0 * count / max(events, 1) for rule, count in sorted(totals.items())}
     return {"available": True, "events": events, "per_rule": per_rule,
             "total": 1000.0 * sum(totals.values()) / max(events, 1)}
+
+
+def serial_breaks(real_train: Sequence[Trace], traces: Sequence[Trace]) -> dict:
+    """Events of the syscalls the real training runs make one at a time (`encoding.serial`)
+    that break that order, per 1,000 events. Judged on event order alone, so it applies to a
+    trace without thread ids (a `light` trace of a multi-threaded workload, where `check` has
+    no syscall rule to apply) as to any other."""
+    from tracesynth.encoding.serial import overlaps, serial_syscalls
+
+    def names(trace: Trace):
+        return trace.events.column("event").to_numpy(zero_copy_only=False)
+
+    serial = serial_syscalls(names(t) for t in real_train)
+    broken = judged = events = 0
+    for trace in traces:
+        b, n = overlaps(names(trace), serial)
+        broken, judged, events = broken + b, judged + n, events + len(trace)
+    return {"syscalls": len(serial), "events": events, "serial_events": judged,
+            "per_1k": 1000.0 * broken / max(events, 1)}

@@ -184,6 +184,8 @@ def cell_metrics(report: dict, workload: str, predictor: str) -> dict:
         "violations_per_1k_real": real_valid.get("total") if real_valid.get("available") else None,
         # rules that applied to the synthetic trace (a light trace has no tid/cpu/ret to check)
         "rules_checked": len(syn_valid.get("per_rule", {})) if syn_valid.get("available") else None,
+        "serial_breaks_per_1k": _get(validity, "serial", "synthetic", "per_1k"),
+        "serial_breaks_per_1k_real": _get(validity, "serial", "real_test", "per_1k"),
         "copy_rate_256": _get(head, "copy_rate", "256"),
         "copy_rate_256_holdout": _get(head, "copy_rate_holdout", "256"),
         "privacy_flagged": head.get("privacy_flagged"),
