@@ -8,10 +8,12 @@ rounds, in alternating order, and print events/s, the ratio, and what the pass c
   verbatim in a training run, in the whole trace and in its first window (the start-up);
 - `--corrector guide`: the guide's rounds after each window's last step; the rule breaks per
   1,000 events the sampler leaves before repair (serial syscalls out of one-at-a-time order for
-  a light model of a multi-threaded workload, else `check`'s violations).
+  a light model of a multi-threaded workload, else `check`'s violations);
+- `--corrector ngram`: the n-gram prior at draw time (weight 0 against the default, or 1 where
+  the default is off); the share of unseen 8-grams, as for the support corrector.
 
     .venv/bin/python benchmarks/bench_support.py --models out/light4096-3000-support/models \\
-        [--corrector support|copy|guide] [--workloads gzip,stream] [--events 32768] [--repeats 2]
+        [--corrector support|copy|guide|ngram] [--workloads gzip,stream] [--events 32768] [--repeats 2]
 
 Models must carry their tables (`support.safetensors`, and `copies.safetensors` for the copy
 guard: every model trained since they exist; older ones: see benchmarks/results/
@@ -35,12 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=32768)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--corrector", choices=("support", "copy", "guide"), default="support")
+    parser.add_argument("--corrector", choices=("support", "copy", "guide", "ngram"), default="support")
     args = parser.parse_args(argv)
 
     from tracesynth.constraints import check
     from tracesynth.encoding.serial import overlaps
-    from tracesynth.generators.diffusion import COPY_ROUNDS, GUIDE_ROUNDS, SUPPORT_ROUNDS, TraceSynth
+    from tracesynth.generators.diffusion import COPY_ROUNDS, GUIDE_ROUNDS, NGRAM_WEIGHT, SUPPORT_ROUNDS, TraceSynth
 
     if not args.models.is_dir():
         print(f"{args.models}: not a directory of model directories", file=sys.stderr)
@@ -58,8 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         "support": ("support_rounds", SUPPORT_ROUNDS, "unseen 8-grams"),
         "copy": ("copy_rounds", COPY_ROUNDS, "copied 256-grams (first window)"),
         "guide": ("guide_rounds", GUIDE_ROUNDS, "rule breaks per 1k before repair"),
+        "ngram": ("ngram_weight", NGRAM_WEIGHT or 1.0, "unseen 8-grams"),
     }[args.corrector]
-    print(f"{'workload':10s} {'rounds':>6s} {'events/s':>10s} {measured:>32s}   ratio (on/off time)")
+    print(f"{'workload':10s} {'weight' if args.corrector == 'ngram' else 'rounds':>6s} {'events/s':>10s} {measured:>32s}   ratio (on/off time)")
     for d in dirs:
         workload = d.name.split("__")[1]
         gen = TraceSynth.load(d, device="cpu")
@@ -67,10 +70,14 @@ def main(argv: list[str] | None = None) -> int:
         if support is None or workload not in support.grams or (copy and (copies is None or workload not in copies.spans)):
             print(f"{workload:10s} skipped: the model has no {'span' if copy else '8-gram'} table", file=sys.stderr)
             continue
+        if args.corrector == "ngram" and (gen.encoder_.ngrams is None or not gen.encoder_.ngrams.knows(workload)):
+            print(f"{workload:10s} skipped: the model has no n-gram counts", file=sys.stderr)
+            continue
         gen.copy_rounds, gen.support_rounds, gen.guide_rounds = COPY_ROUNDS, SUPPORT_ROUNDS, GUIDE_ROUNDS
+        gen.ngram_weight = NGRAM_WEIGHT
         serial = gen.serial_syscalls(workload)
-        times: dict[int, list[float]] = {0: [], default: []}
-        effect: dict[int, str] = {}
+        times: dict[float, list[float]] = {0: [], default: []}
+        effect: dict[float, str] = {}
         for _ in range(args.repeats):
             for rounds in (0, default):
                 setattr(gen, setting, rounds)
@@ -92,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
                     effect[rounds] = f"{support.novel_share(codes, workload):.2%}"
         for rounds in (0, default):
             rate = args.events / statistics.median(times[rounds])
-            print(f"{workload:10s} {rounds:6d} {rate:10,.0f} {effect[rounds]:>32s}")
+            print(f"{workload:10s} {rounds:6g} {rate:10,.0f} {effect[rounds]:>32s}")
         ratio = statistics.median(times[default]) / statistics.median(times[0])
         if guide:
             note = f"; {len(serial)} serial syscalls" if serial else ""

@@ -51,7 +51,7 @@ def test_checkpoint_is_safetensors_and_json_and_round_trips(tmp_path):
     mc, tc = _cfgs(4)
     model, encoder, state = train([periodic_trace()], tmp_path / "m", channels="full", model_config=mc, train_config=tc)
     files = sorted(p.name for p in (tmp_path / "m").iterdir())
-    assert files == ["config.json", "copies.safetensors", "encoder.json", "model.safetensors",
+    assert files == ["config.json", "copies.safetensors", "encoder.json", "model.safetensors", "ngrams.safetensors",
                      "optimizer.safetensors", "state.json", "support.safetensors"]
     assert not list(tmp_path.glob(".tracesynth-tmp-*"))  # nothing half-written left behind
     assert json.loads((tmp_path / "m" / "state.json").read_text())["step"] == 4
@@ -63,6 +63,9 @@ def test_checkpoint_is_safetensors_and_json_and_round_trips(tmp_path):
     assert enc2.copies.spans.keys() == encoder.copies.spans.keys()
     assert all(np.array_equal(enc2.copies.spans[w], h) for w, h in encoder.copies.spans.items())
     assert all(np.array_equal(enc2.copies.nexts[w], v) for w, v in encoder.copies.nexts.items())
+    assert enc2.ngrams.tables.keys() == encoder.ngrams.tables.keys()
+    assert all(np.array_equal(enc2.ngrams.tables[key].counts, table.counts)
+               for key, table in encoder.ngrams.tables.items())
     assert _same(_weights(model), {k: v for k, v in load_file(str(tmp_path / "m" / "model.safetensors")).items()})
     codes = {ch: torch.randint(0, v, (1, 32)) for ch, v in loaded.config.vocab_sizes.items()}
     t, w = torch.tensor([0.5]), torch.tensor([0])

@@ -333,3 +333,34 @@ def test_a_copy_guard_round_that_copies_as_much_is_undone(full_model):
     undone = sample_window(model, codes, known_mask, 0, steps=4, generator=torch.Generator().manual_seed(3),
                            copy_guard=guard, copy_rounds=2)
     assert all((undone[ch] == plain[ch]).all() for ch in plain)
+
+
+def test_event_prior_is_added_to_every_event_draw_and_zero_changes_nothing(full_model):
+    model, encoder, real = full_model
+    codes, _ = _window(encoder, real)
+    known_mask = {ch: np.arange(64) < 16 for ch in codes}
+    plain = sample_window(model, codes, known_mask, 0, steps=4, generator=torch.Generator().manual_seed(3))
+    calls = []
+
+    def zero(window, positions):
+        calls.append((window.copy(), positions.copy()))
+        return np.zeros((len(positions), encoder.vocab_sizes()["event"]))
+
+    same = sample_window(model, codes, known_mask, 0, steps=4, generator=torch.Generator().manual_seed(3),
+                         event_prior=zero)
+    assert all((plain[ch] == same[ch]).all() for ch in plain)
+    mask_id = model.mask_ids["event"]
+    # the hook sees the window as decided so far (known prefix, MASK elsewhere) and the masked
+    # positions it is asked about
+    assert (calls[0][0][:16] == codes["event"][:16]).all() and (calls[0][0][16:] == mask_id).all()
+    assert all((window[positions] == mask_id).all() for window, positions in calls)
+    target = int(codes["event"][0])
+
+    def force(window, positions):
+        out = np.zeros((len(positions), encoder.vocab_sizes()["event"]))
+        out[:, target] = 100.0
+        return out
+
+    forced = sample_window(model, codes, known_mask, 0, steps=4, generator=torch.Generator().manual_seed(3),
+                           event_prior=force)
+    assert (forced["event"][16:] == target).all() and (forced["event"][:16] == codes["event"][:16]).all()

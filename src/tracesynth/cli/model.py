@@ -133,6 +133,10 @@ def generate(
                                       help="Guided, light models on multi-threaded workloads: hold the "
                                            "syscalls the training runs make one at a time to that "
                                            "order (default: on)."),
+    ngram_weight: float = typer.Option(None, "--ngram-weight",
+                                       help="Power of the training runs' n-gram evidence (up to 8 decided "
+                                            "events on each side) on every event draw (0 = the network "
+                                            "alone; default: the model's)."),
     constraints: str = typer.Option("guided", "--constraints", help="none, repair, or guided (guide + repair)."),
     format: str = typer.Option(None, "-f", "--format", help="parquet, csv, jsonl, text or ctf."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
@@ -175,6 +179,10 @@ def generate(
         gen.guide_rounds = guide_rounds
     if serial_guide is not None:
         gen.serial_guide = serial_guide
+    if ngram_weight is not None:
+        if ngram_weight < 0:
+            raise ConfigError(f"--ngram-weight must be >= 0, got {ngram_weight}")
+        gen.ngram_weight = ngram_weight
     if n_events <= 0:
         raise ConfigError(f"-n must be positive, got {n_events}")
     if workload is None:
@@ -201,11 +209,23 @@ def generate(
     console_err.print(f"{n_events:,} events ({workload}, {steps} steps, constraints {constraints}{note}) "
                       f"in {time.perf_counter() - start:.1f} s → {out}", highlight=False)
     codes = gen.encoder_.encode(trace)["event"]
+    console_err.print(_ngram_note(gen, workload), highlight=False, soft_wrap=True)
     console_err.print(_support_note(gen, codes, workload), highlight=False, soft_wrap=True)
     console_err.print(_copy_note(gen, codes, workload), highlight=False, soft_wrap=True)
     serial = gen.serial_syscalls(workload)
     if serial and constraints == "guided":
         console_err.print(_serial_note(serial, trace), highlight=False, soft_wrap=True)
+
+
+def _ngram_note(gen, workload: str) -> str:
+    """One line on the n-gram prior: on with its weight, or why not."""
+    ngrams = gen.encoder_.ngrams
+    if ngrams is None or not ngrams.knows(workload):
+        return "n-gram prior: off (model saved without its training n-gram counts)"
+    if not gen.ngram_weight:
+        return "n-gram prior: off (--ngram-weight 0)"
+    return (f"n-gram prior: weight {gen.ngram_weight:g} (training runs' next and previous events after "
+            f"up to {ngrams.k} decided ones)")
 
 
 def _support_note(gen, codes, workload: str) -> str:

@@ -21,6 +21,7 @@ from tracesynth.encoding.channels import resolve_channels
 from tracesynth.encoding.dt import DtEncoder
 from tracesynth.encoding.ret import RetEncoder
 from tracesynth.encoding.copies import SpanTable
+from tracesynth.encoding.ngrams import EventNGrams
 from tracesynth.encoding.serial import serial_syscalls
 from tracesynth.encoding.support import EventSupport
 from tracesynth.encoding.tid import TidAllocator, TidEncoder
@@ -65,6 +66,9 @@ class TraceEncoder:
         # Event 256-grams and branch points of the training traces (the sampler's copy guard);
         # saved in copies.safetensors, None for older models.
         self.copies: SpanTable | None = None
+        # Event n-gram counts of the training traces, both directions (the sampler's n-gram
+        # prior); saved in ngrams.safetensors, None for older models.
+        self.ngrams: EventNGrams | None = None
         # Per workload, the syscalls its training runs never overlap (encoding/serial.py): what
         # guides a trace without thread ids on a multi-threaded workload. Empty for older models.
         self.serial: dict[str, list[str]] = {}
@@ -91,6 +95,7 @@ class TraceEncoder:
                                           if (t.meta.workload or "default") == w)
                        for w in self.workloads}
         self.copies = SpanTable.fit(codes)
+        self.ngrams = EventNGrams.fit(codes, self.event.vocab_size)
         return self
 
     @property

@@ -72,6 +72,7 @@ class TraceSynthSettings:
     copy_rounds: int | None = None  # copy guard rounds (None: the sampler's default; 0: off)
     serial_guide: bool | None = None  # guide serial syscalls of light traces (None: the default, on)
     guide_rounds: int | None = None  # guided: redraw rounds after the last step (None: default; 0: off)
+    ngram_weight: float | None = None  # power of the n-gram prior at draw time (None: default; 0: off)
 
 
 @dataclass
@@ -281,6 +282,8 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
         _fail(source, "tracesynth.support_rounds", f"must be 0 (off) or positive, got {ts.support_rounds}")
     if ts.guide_rounds is not None and ts.guide_rounds < 0:
         _fail(source, "tracesynth.guide_rounds", f"must be 0 (off) or positive, got {ts.guide_rounds}")
+    if ts.ngram_weight is not None and ts.ngram_weight < 0:
+        _fail(source, "tracesynth.ngram_weight", f"must be 0 (off) or positive, got {ts.ngram_weight}")
     if ts.copy_rounds is not None and ts.copy_rounds < 0:
         _fail(source, "tracesynth.copy_rounds", f"must be 0 (off) or positive, got {ts.copy_rounds}")
     if ts.lr <= 0:

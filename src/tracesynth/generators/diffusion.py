@@ -49,6 +49,9 @@ COPY_ROUNDS = 4
 # flags (guided mode only; the steps before re-mask them, the last one cannot). Measured in
 # docs/constraints.md, "Guided sampling".
 GUIDE_ROUNDS = 4
+# Power of the training traces' n-gram evidence on the event distribution at draw time
+# (encoding/ngrams.py): 0 samples the network alone. Measured in docs/model.md, "N-gram prior".
+NGRAM_WEIGHT = 0.0
 
 
 def constraint_tools(mode: str, single_thread: bool = False, serial=()):
@@ -95,7 +98,8 @@ class TraceSynth(Generator):
                  corrector_steps: int = 0, start_temperature: float | None = START_TEMPERATURE,
                  start_rate: float = START_RATE, phase_events: int | None = None, spread: int = SPREAD,
                  tid_temperature: float = TID_TEMPERATURE, support_rounds: int = SUPPORT_ROUNDS,
-                 copy_rounds: int = COPY_ROUNDS, serial_guide: bool = True, guide_rounds: int = GUIDE_ROUNDS):
+                 copy_rounds: int = COPY_ROUNDS, serial_guide: bool = True, guide_rounds: int = GUIDE_ROUNDS,
+                 ngram_weight: float = NGRAM_WEIGHT):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -119,12 +123,13 @@ class TraceSynth(Generator):
         self.copy_rounds = copy_rounds
         self.serial_guide = serial_guide
         self.guide_rounds = guide_rounds
+        self.ngram_weight = ngram_weight
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
                 "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state",
                 "corrector_steps", "start_temperature", "start_rate", "phase_events", "spread",
-                "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds")
+                "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds", "ngram_weight")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -184,7 +189,7 @@ class TraceSynth(Generator):
                          start_temperature=self.start_temperature, spread=self.spread,
                          channel_temperature={"tid": self.tid_temperature},
                          support_rounds=self.support_rounds, copy_rounds=self.copy_rounds,
-                         guide_rounds=self.guide_rounds)
+                         guide_rounds=self.guide_rounds, ngram_weight=self.ngram_weight)
         if single_thread:  # so `check` (and the evaluation's validity) read it as one thread too
             trace.meta.extra["threads"] = 1
         return trace, repair

@@ -5,6 +5,7 @@
     encoder.json           the fitted TraceEncoder
     support.safetensors    the event 8-grams of the training traces (encoding.support), if fitted
     copies.safetensors     their event 256-grams and branch points (encoding.copies), if fitted
+    ngrams.safetensors     their event n-gram counts, both directions (encoding.ngrams), if fitted
     optimizer.safetensors  AdamW moments (only while training can resume)
     state.json             step, losses, validation history, optimizer hyperparameters
 
@@ -23,6 +24,7 @@ from safetensors.numpy import save_file as save_arrays
 from safetensors.torch import load_file, save_file
 
 from tracesynth.encoding.copies import SpanTable
+from tracesynth.encoding.ngrams import EventNGrams
 from tracesynth.encoding.support import EventSupport
 from tracesynth.encoding.trace_encoder import TraceEncoder
 from tracesynth.errors import ConfigError
@@ -54,6 +56,8 @@ def save_checkpoint(directory: str | Path, model: Denoiser, encoder: TraceEncode
             save_arrays(encoder.support.to_arrays(), str(tmp / "support.safetensors"))
         if encoder.copies is not None:
             save_arrays(encoder.copies.to_arrays(), str(tmp / "copies.safetensors"))
+        if encoder.ngrams is not None:
+            save_arrays(encoder.ngrams.to_arrays(), str(tmp / "ngrams.safetensors"))
         full_state = dict(state or {})
         if optimizer is not None:
             tensors, groups = _optimizer_tensors(optimizer)
@@ -82,6 +86,8 @@ def load_model(directory: str | Path, device: str | torch.device = "cpu"
         encoder.support = EventSupport.from_arrays(load_arrays(str(directory / "support.safetensors")))
     if (directory / "copies.safetensors").exists():
         encoder.copies = SpanTable.from_arrays(load_arrays(str(directory / "copies.safetensors")))
+    if (directory / "ngrams.safetensors").exists():
+        encoder.ngrams = EventNGrams.from_arrays(load_arrays(str(directory / "ngrams.safetensors")))
     train = TrainConfig.from_dict(config["train"]) if config.get("train") else None
     state_path = directory / "state.json"
     state = json.loads(state_path.read_text()) if state_path.exists() else {}

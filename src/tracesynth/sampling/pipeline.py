@@ -49,6 +49,7 @@ def generate(
     support_rounds: int = 0,
     copy_rounds: int = 0,
     guide_rounds: int = 0,
+    ngram_weight: float = 0.0,
 ) -> Trace:
     """Generate `n_events` canonical events for `workload` (deterministic in `seed` on CPU);
     with `prefix`, they continue that trace (its last events condition the first window).
@@ -57,7 +58,9 @@ def generate(
     saved before the table existed has none: no-op). `copy_rounds` > 0 runs the sampler's copy
     guard against the training traces' event spans of `workload` where real runs share few long
     spans (`SpanTable.applies`; none saved: no-op). `guide_rounds` > 0 (with a guide) redraws
-    what still breaks a rule after each window's last step."""
+    what still breaks a rule after each window's last step. `ngram_weight` > 0 multiplies the
+    event distributions by the training traces' n-gram evidence on both sides, to that power
+    (`encoding.ngrams`; a model saved without the counts: no-op)."""
     if workload not in encoder.workloads:
         raise ConfigError(f"unknown workload {workload!r}; the model knows: {', '.join(encoder.workloads)}")
     if not 0.0 <= prefix_fraction < 1.0:
@@ -76,6 +79,10 @@ def generate(
     if support_rounds and encoder.support is not None and encoder.support.applies(workload):
         def support_cover(codes: np.ndarray, support=encoder.support) -> np.ndarray:
             return support.excess_cover(codes, workload)
+    event_prior = None
+    if ngram_weight and encoder.ngrams is not None and encoder.ngrams.knows(workload):
+        def event_prior(codes: np.ndarray, positions: np.ndarray, ngrams=encoder.ngrams) -> np.ndarray:
+            return ngram_weight * ngrams.log_prior(codes, positions, workload)
     copy_guard = None
     if copy_rounds and encoder.copies is not None and encoder.copies.applies(workload) and encoder.support is not None:
         copy_guard = CopyGuard(encoder.copies, encoder.support, workload)
@@ -122,7 +129,8 @@ def generate(
                               corrector_steps=corrector_steps, start_temperature=start_temperature,
                               spread=spread, channel_temperature=channel_temperature,
                               support_cover=support_cover, support_rounds=support_rounds,
-                              copy_guard=copy_guard, copy_rounds=copy_rounds, guide_rounds=guide_rounds)
+                              copy_guard=copy_guard, copy_rounds=copy_rounds, guide_rounds=guide_rounds,
+                              event_prior=event_prior)
         cols = decoder.decode_window(codes, start, slot_tids.copy())
         take = min(n_events - produced, window - start)
         parts.append({k: v[:take] for k, v in cols.items()})

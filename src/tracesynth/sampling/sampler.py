@@ -131,6 +131,7 @@ def sample_window(
     copy_guard: CopyGuard | None = None,
     copy_rounds: int = 0,
     guide_rounds: int = 0,
+    event_prior: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Codes for one window (numpy int64 per channel). `known[ch]` holds codes where
     `known_mask[ch]` is True; everything else is generated. `banned[ch]` lists classes never
@@ -148,7 +149,9 @@ def sample_window(
     `copy_guard` (`sampling.copy_guard`) with `copy_rounds` > 0 edits event spans copied from
     training at branch points and redraws the edited events' other channels. With a guide,
     `guide_rounds` > 0 re-masks what still breaks a rule after the last step (which nothing
-    re-masked) and redraws it in a short pass, keeping a round only if fewer positions break."""
+    re-masked) and redraws it in a short pass, keeping a round only if fewer positions break.
+    `event_prior(event codes of the window, positions) -> [len(positions), V]` is added to the
+    event logits before every draw and ranking (the n-gram prior, `encoding.ngrams`)."""
     if steps < 1:
         raise ValueError("steps must be at least 1")
     if support_rounds < 0 or support_steps < 1:
@@ -218,6 +221,9 @@ def sample_window(
             if len(idx) == 0:
                 continue
             logits = _guided_logits(model, hidden[:, idx], ch, guidance_scale)
+            if ch == "event" and event_prior is not None:
+                prior = event_prior(x["event"][0].cpu().numpy(), idx.cpu().numpy())
+                logits = logits + torch.as_tensor(prior, dtype=logits.dtype, device=logits.device)
             if ch in channel_temperature:
                 logits = logits / channel_temperature[ch]
             if banned and banned.get(ch):

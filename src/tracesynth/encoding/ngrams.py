@@ -1,0 +1,200 @@
+"""Event n-gram counts of the training traces, per workload: the sampler's n-gram prior.
+
+The denoiser is a small network trained for minutes on a CPU, and its conditionals are too flat
+where a real run is certain: in pybench every `sched_process_exec` is followed by `<execve` (66
+of 66 in the training runs), yet the 1000-step model gives that 0.29 with its neighbours partly
+known and 0.12 with most of the window masked (docs/model.md, Known limits). Counting is what
+learns such a rule from two runs, so the sampler multiplies the network's event distribution at
+a position by how much more (or less) likely each event is given the decided events right
+before it and right after it than it is overall:
+
+    log p(x) = log p_net(x) + w · [log q(x | left) − log q(x)] + w · [log q(x | right) − log q(x)]
+
+where q(x | left) is an interpolated Witten-Bell estimate over the last 1..K decided events
+(Witten & Bell 1991; the back-off of order k is weighted by how many distinct events followed
+that context in training), q(x | right) the same over the next 1..K, and q(x) the add-one
+unigram. A position with no decided neighbour gets no prior. This is the n-gram/neural
+interpolation of language modelling (e.g. Neubig & Dyer 2016; kNN-LM, Khandelwal et al. 2020),
+here as a product, since a diffusion sampler needs logits it can rank and temper.
+
+Stored per workload, direction and order as sorted 64-bit context hashes (the evaluation's
+k-gram hash) with CSR rows of (following event, count); kept with the model in
+`ngrams.safetensors` (safetensors, never pickle). Like the support table, these are event
+types only, but with counts: docs/model.md, Known limits, says what sharing a model shares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from tracesynth.evaluation.windows import kgram_hashes
+
+K = 8  # longest context, in events, on each side
+DIRECTIONS = ("left", "right")
+
+
+@dataclass
+class _Table:
+    """Following-event counts of every context of one order and direction (CSR by context)."""
+
+    keys: np.ndarray     # uint64, sorted unique context hashes
+    starts: np.ndarray   # int64, len(keys) + 1: row i is targets/counts[starts[i]:starts[i+1]]
+    targets: np.ndarray  # int64 event codes
+    counts: np.ndarray   # float64
+
+    @classmethod
+    def from_pairs(cls, contexts: np.ndarray, targets: np.ndarray) -> _Table:
+        if not len(contexts):
+            empty = np.zeros(0, np.int64)
+            return cls(np.zeros(0, np.uint64), np.zeros(1, np.int64), empty, np.zeros(0))
+        order = np.lexsort((targets, contexts))
+        ctx, tgt = contexts[order], targets[order].astype(np.int64)
+        new_pair = np.ones(len(ctx), dtype=bool)
+        new_pair[1:] = (ctx[1:] != ctx[:-1]) | (tgt[1:] != tgt[:-1])
+        first = np.flatnonzero(new_pair)
+        counts = np.diff(np.append(first, len(ctx))).astype(np.float64)
+        ctx, tgt = ctx[first], tgt[first]
+        new_ctx = np.ones(len(ctx), dtype=bool)
+        new_ctx[1:] = ctx[1:] != ctx[:-1]
+        heads = np.flatnonzero(new_ctx)
+        return cls(ctx[heads], np.append(heads, len(ctx)).astype(np.int64), tgt, counts)
+
+    def lookup(self, hashes: np.ndarray) -> np.ndarray:
+        """Row index of each hash, -1 where training never had that context."""
+        if not len(self.keys):
+            return np.full(len(hashes), -1, dtype=np.int64)
+        where = np.minimum(np.searchsorted(self.keys, hashes), len(self.keys) - 1)
+        return np.where(self.keys[where] == hashes, where, -1)
+
+    def dense(self, rows: np.ndarray, vocab: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(counts [len(rows), vocab], total per row, distinct followers per row)."""
+        begin, end = self.starts[rows], self.starts[rows + 1]
+        length = end - begin
+        out = np.zeros((len(rows), vocab))
+        which = np.repeat(np.arange(len(rows)), length)
+        flat = np.repeat(begin - np.cumsum(length) + length, length) + np.arange(length.sum())
+        out[which, self.targets[flat]] = self.counts[flat]
+        return out, out.sum(1), length.astype(np.float64)
+
+
+class EventNGrams:
+    """Left and right event-context counts up to order `k`, per workload (`fit`), and the
+    log-ratio prior they give a window's undecided positions (`log_prior`)."""
+
+    def __init__(self, vocab_size: int, k: int = K, tables: dict | None = None,
+                 unigrams: dict[str, np.ndarray] | None = None):
+        if k < 1:
+            raise ValueError("n-gram contexts need k >= 1")
+        self.vocab_size = int(vocab_size)
+        self.k = k
+        self.tables: dict[tuple[str, str, int], _Table] = dict(tables or {})  # (workload, direction, order)
+        self.unigrams: dict[str, np.ndarray] = dict(unigrams or {})          # event counts per workload
+
+    @classmethod
+    def fit(cls, sequences: Iterable[tuple[str, np.ndarray]], vocab_size: int, k: int = K) -> EventNGrams:
+        """`sequences`: (workload, event codes of one trace) pairs; contexts never cross traces."""
+        parts: dict[str, list[np.ndarray]] = {}
+        for workload, codes in sequences:
+            parts.setdefault(workload, []).append(np.asarray(codes, dtype=np.int64))
+        tables, unigrams = {}, {}
+        for w, runs in parts.items():
+            unigrams[w] = np.bincount(np.concatenate(runs), minlength=vocab_size)[:vocab_size].astype(np.float64)
+            for order in range(1, k + 1):
+                left_ctx, left_tgt, right_ctx, right_tgt = [], [], [], []
+                for codes in runs:
+                    n = len(codes)
+                    if n <= order:
+                        continue
+                    h = kgram_hashes(codes, order)          # h[j]: the events codes[j:j+order]
+                    left_ctx.append(h[:n - order])           # the `order` events before codes[order:]
+                    left_tgt.append(codes[order:])
+                    right_ctx.append(h[1:])                  # the `order` events after codes[:n-order]
+                    right_tgt.append(codes[:n - order])
+                for direction, ctx, tgt in (("left", left_ctx, left_tgt), ("right", right_ctx, right_tgt)):
+                    tables[(w, direction, order)] = _Table.from_pairs(
+                        np.concatenate(ctx) if ctx else np.zeros(0, np.uint64),
+                        np.concatenate(tgt) if tgt else np.zeros(0, np.int64))
+        return cls(vocab_size, k, tables, unigrams)
+
+    def knows(self, workload: str) -> bool:
+        return workload in self.unigrams
+
+    def _base(self, workload: str) -> np.ndarray:
+        counts = self.unigrams[workload]
+        return (counts + 1.0) / (counts.sum() + self.vocab_size)
+
+    def conditional(self, codes: np.ndarray, positions: np.ndarray, workload: str,
+                    direction: str) -> tuple[np.ndarray, np.ndarray]:
+        """(q(x | context) [len(positions), vocab], longest order used per position): Witten-Bell
+        interpolation over the decided events on one side. `codes` is a window in which undecided
+        positions hold a code training never had (the mask id), so a context that reaches one is
+        never found and the recursion stops at the last decided event."""
+        codes = np.asarray(codes, dtype=np.int64)
+        positions = np.asarray(positions, dtype=np.int64)
+        n = len(codes)
+        q = np.broadcast_to(self._base(workload), (len(positions), self.vocab_size)).copy()
+        used = np.zeros(len(positions), dtype=np.int64)
+        active = np.arange(len(positions))
+        for order in range(1, self.k + 1):
+            if not len(active) or n < order:
+                break
+            h = kgram_hashes(codes, order)
+            pos = positions[active]
+            start = pos - order if direction == "left" else pos + 1
+            inside = (start >= 0) & (start <= n - order)
+            active, start = active[inside], start[inside]
+            rows = self.tables[(workload, direction, order)].lookup(h[start])
+            found = rows >= 0
+            active, rows = active[found], rows[found]
+            if not len(active):
+                break
+            counts, total, distinct = self.tables[(workload, direction, order)].dense(rows, self.vocab_size)
+            q[active] = (counts + distinct[:, None] * q[active]) / (total + distinct)[:, None]
+            used[active] = order
+        return q, used
+
+    def log_prior(self, codes: np.ndarray, positions: np.ndarray, workload: str) -> np.ndarray:
+        """log q(x | left) + log q(x | right) − 2 log q(x) per position ([len(positions), vocab]);
+        0 for a side with no decided neighbour."""
+        out = np.zeros((len(positions), self.vocab_size))
+        if not self.knows(workload) or not len(positions):
+            return out
+        log_base = np.log(self._base(workload))
+        for direction in DIRECTIONS:
+            q, used = self.conditional(codes, positions, workload, direction)
+            has = used > 0
+            out[has] += np.log(q[has]) - log_base
+        return out
+
+    # --- persistence: tensors for safetensors ---------------------------------------------
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        arrays = {"k": np.array([self.k], dtype=np.int64), "vocab_size": np.array([self.vocab_size], dtype=np.int64)}
+        for w, counts in self.unigrams.items():
+            arrays[f"unigram/{w}"] = counts
+        for (w, direction, order), t in self.tables.items():
+            base = f"{direction}/{order}"
+            arrays[f"keys/{base}/{w}"] = t.keys.view(np.int64)
+            arrays[f"starts/{base}/{w}"] = t.starts
+            arrays[f"targets/{base}/{w}"] = t.targets
+            arrays[f"counts/{base}/{w}"] = t.counts
+        return arrays
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> EventNGrams:
+        unigrams = {key.split("/", 1)[1]: np.asarray(v, dtype=np.float64)
+                    for key, v in arrays.items() if key.startswith("unigram/")}
+        tables = {}
+        for key in arrays:
+            if not key.startswith("keys/"):
+                continue
+            _, direction, order, w = key.split("/", 3)
+            base = f"{direction}/{order}/{w}"
+            tables[(w, direction, int(order))] = _Table(
+                np.ascontiguousarray(arrays[key], dtype=np.int64).view(np.uint64),
+                np.asarray(arrays[f"starts/{base}"], dtype=np.int64),
+                np.asarray(arrays[f"targets/{base}"], dtype=np.int64),
+                np.asarray(arrays[f"counts/{base}"], dtype=np.float64))
+        return cls(int(arrays["vocab_size"][0]), int(arrays["k"][0]), tables, unigrams)
