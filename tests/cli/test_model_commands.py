@@ -99,15 +99,17 @@ def test_generate_ngram_weight_uses_the_saved_counts_and_says_so(trained, tmp_pa
     ngrams = load_model(model)[1].ngrams
     assert ngrams.knows("bug") and ngrams.k == 8
     traces, notes = {}, {}
-    for weight in ("0", "1", "50"):
+    for weight, rounds in (("0", "1"), ("1", "4"), ("50", "2")):
         out = tmp_path / f"w{weight}.parquet"
         capsys.readouterr()
         assert main(["generate", str(model), "-n", "64", "--steps", "4", "--seed", "2", "--constraints", "none",
-                     "--support-rounds", "0", "--copy-rounds", "0", "--ngram-weight", weight, "-o", str(out)]) == 0
+                     "--support-rounds", "0", "--copy-rounds", "0", "--ngram-weight", weight,
+                     "--ngram-rounds", rounds, "-o", str(out)]) == 0
         notes[weight] = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("n-gram prior"))
         traces[weight] = tracesynth.load(out).to_pandas()["event"].tolist()
     assert notes["0"] == "n-gram prior: off (--ngram-weight 0)"
-    assert notes["1"].startswith("n-gram prior: weight 1 ") and notes["50"].startswith("n-gram prior: weight 50 ")
+    assert notes["1"].startswith("n-gram prior: weight 1, 4 parts a step ")
+    assert notes["50"].startswith("n-gram prior: weight 50, 2 parts a step ")
     assert traces["0"] != traces["50"]  # the same seed draws other events once the counts weigh in
 
 
@@ -144,6 +146,8 @@ def test_bad_requests_fail_with_one_line_errors(trained, tmp_path, capsys):
     assert "--guide-rounds must be >= 0" in capsys.readouterr().err
     assert main(["generate", str(model), "-n", "10", "--ngram-weight", "-1", "-o", str(tmp_path / "x.parquet")]) == 2
     assert "--ngram-weight must be >= 0" in capsys.readouterr().err
+    assert main(["generate", str(model), "-n", "10", "--ngram-rounds", "0", "-o", str(tmp_path / "x.parquet")]) == 2
+    assert "--ngram-rounds must be >= 1" in capsys.readouterr().err
     assert main(["train", "no-such-thing", "-o", str(tmp_path / "m")]) == 2
     assert main(["train", str(data), "-o", str(tmp_path / "m"), "--channels", "event,colour"]) == 2
     assert not (tmp_path / "x.parquet").exists()

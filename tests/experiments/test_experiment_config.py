@@ -53,6 +53,7 @@ def _write(tmp_path, text: str) -> Path:
     ("tracesynth:\n  copy_rounds: -3\n", "tracesynth.copy_rounds", "0 (off) or positive"),
     ("tracesynth:\n  guide_rounds: -1\n", "tracesynth.guide_rounds", "0 (off) or positive"),
     ("tracesynth:\n  ngram_weight: -0.5\n", "tracesynth.ngram_weight", "0 (off) or positive"),
+    ("tracesynth:\n  ngram_rounds: 0\n", "tracesynth.ngram_rounds", "1 or more"),
     ("tracesynth:\n  serial_guide: maybe\n", "tracesynth.serial_guide", "true"),
     ("peers:\n  - name: gan\n", "peers[0].name", "unknown peer"),
     ("peers:\n  - name: markov\n  - name: markov\n", "peers", "distinct"),

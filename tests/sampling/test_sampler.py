@@ -364,3 +364,36 @@ def test_event_prior_is_added_to_every_event_draw_and_zero_changes_nothing(full_
     forced = sample_window(model, codes, known_mask, 0, steps=4, generator=torch.Generator().manual_seed(3),
                            event_prior=force)
     assert (forced["event"][16:] == target).all() and (forced["event"][:16] == codes["event"][:16]).all()
+
+
+def test_prior_rounds_let_events_revealed_in_one_step_see_each_other(full_model):
+    model, encoder, real = full_model
+    codes, _ = _window(encoder, real)
+    known_mask = {ch: np.arange(64) < 8 for ch in codes}
+    mask_id = model.mask_ids["event"]
+
+    def like_left(window, positions):
+        """+20 for the event just before, where that one is decided."""
+        out = np.zeros((len(positions), encoder.vocab_sizes()["event"]))
+        left = positions[positions > 0] - 1
+        rows = np.flatnonzero(positions > 0)
+        decided = window[left] != mask_id
+        out[rows[decided], window[left[decided]]] = 20.0
+        return out
+
+    def repeats(out):
+        return int((out["event"][9:] == out["event"][8:-1]).sum())
+
+    # One denoising step: every generated event is drawn in the same network call.
+    one = sample_window(model, codes, known_mask, 0, steps=1, generator=torch.Generator().manual_seed(4),
+                        event_prior=like_left)
+    parts = sample_window(model, codes, known_mask, 0, steps=1, generator=torch.Generator().manual_seed(4),
+                          event_prior=like_left, prior_rounds=16)
+    assert repeats(parts) > repeats(one) + 20
+    # without a prior the rounds change nothing
+    plain = sample_window(model, codes, known_mask, 0, steps=2, generator=torch.Generator().manual_seed(4))
+    same = sample_window(model, codes, known_mask, 0, steps=2, generator=torch.Generator().manual_seed(4),
+                         prior_rounds=16)
+    assert all((plain[ch] == same[ch]).all() for ch in plain)
+    with pytest.raises(ValueError):
+        sample_window(model, codes, known_mask, 0, steps=1, event_prior=like_left, prior_rounds=0)

@@ -137,6 +137,10 @@ def generate(
                                        help="Power of the training runs' n-gram evidence (up to 8 decided "
                                             "events on each side) on every event draw (0 = the network "
                                             "alone; default: the model's)."),
+    ngram_rounds: int = typer.Option(None, "--ngram-rounds",
+                                     help="With the n-gram prior: parts each denoising step's reveals are "
+                                          "drawn in, the prior recomputed between them (1 = once a step; "
+                                          "default: the model's)."),
     constraints: str = typer.Option("guided", "--constraints", help="none, repair, or guided (guide + repair)."),
     format: str = typer.Option(None, "-f", "--format", help="parquet, csv, jsonl, text or ctf."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
@@ -183,6 +187,10 @@ def generate(
         if ngram_weight < 0:
             raise ConfigError(f"--ngram-weight must be >= 0, got {ngram_weight}")
         gen.ngram_weight = ngram_weight
+    if ngram_rounds is not None:
+        if ngram_rounds < 1:
+            raise ConfigError(f"--ngram-rounds must be >= 1, got {ngram_rounds}")
+        gen.ngram_rounds = ngram_rounds
     if n_events <= 0:
         raise ConfigError(f"-n must be positive, got {n_events}")
     if workload is None:
@@ -224,8 +232,8 @@ def _ngram_note(gen, workload: str) -> str:
         return "n-gram prior: off (model saved without its training n-gram counts)"
     if not gen.ngram_weight:
         return "n-gram prior: off (--ngram-weight 0)"
-    return (f"n-gram prior: weight {gen.ngram_weight:g} (training runs' next and previous events after "
-            f"up to {ngrams.k} decided ones)")
+    return (f"n-gram prior: weight {gen.ngram_weight:g}, {gen.ngram_rounds} parts a step (training runs' "
+            f"events next to up to {ngrams.k} decided ones on each side)")
 
 
 def _support_note(gen, codes, workload: str) -> str:

@@ -73,6 +73,7 @@ class TraceSynthSettings:
     serial_guide: bool | None = None  # guide serial syscalls of light traces (None: the default, on)
     guide_rounds: int | None = None  # guided: redraw rounds after the last step (None: default; 0: off)
     ngram_weight: float | None = None  # power of the n-gram prior at draw time (None: default; 0: off)
+    ngram_rounds: int | None = None  # parts each step's reveals are drawn in under the prior (None: default)
 
 
 @dataclass
@@ -284,6 +285,8 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
         _fail(source, "tracesynth.guide_rounds", f"must be 0 (off) or positive, got {ts.guide_rounds}")
     if ts.ngram_weight is not None and ts.ngram_weight < 0:
         _fail(source, "tracesynth.ngram_weight", f"must be 0 (off) or positive, got {ts.ngram_weight}")
+    if ts.ngram_rounds is not None and ts.ngram_rounds < 1:
+        _fail(source, "tracesynth.ngram_rounds", f"must be 1 or more, got {ts.ngram_rounds}")
     if ts.copy_rounds is not None and ts.copy_rounds < 0:
         _fail(source, "tracesynth.copy_rounds", f"must be 0 (off) or positive, got {ts.copy_rounds}")
     if ts.lr <= 0:

@@ -52,6 +52,9 @@ GUIDE_ROUNDS = 4
 # Power of the training traces' n-gram evidence on the event distribution at draw time
 # (encoding/ngrams.py): 0 samples the network alone. Measured in docs/model.md, "N-gram prior".
 NGRAM_WEIGHT = 0.0
+# Parts each denoising step's reveals are drawn in, the n-gram prior recomputed between them
+# from what the parts before decided (no extra network call). Measured in docs/model.md.
+NGRAM_ROUNDS = 1
 
 
 def constraint_tools(mode: str, single_thread: bool = False, serial=()):
@@ -99,7 +102,7 @@ class TraceSynth(Generator):
                  start_rate: float = START_RATE, phase_events: int | None = None, spread: int = SPREAD,
                  tid_temperature: float = TID_TEMPERATURE, support_rounds: int = SUPPORT_ROUNDS,
                  copy_rounds: int = COPY_ROUNDS, serial_guide: bool = True, guide_rounds: int = GUIDE_ROUNDS,
-                 ngram_weight: float = NGRAM_WEIGHT):
+                 ngram_weight: float = NGRAM_WEIGHT, ngram_rounds: int = NGRAM_ROUNDS):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -124,12 +127,14 @@ class TraceSynth(Generator):
         self.serial_guide = serial_guide
         self.guide_rounds = guide_rounds
         self.ngram_weight = ngram_weight
+        self.ngram_rounds = ngram_rounds
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
                 "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state",
                 "corrector_steps", "start_temperature", "start_rate", "phase_events", "spread",
-                "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds", "ngram_weight")
+                "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds", "ngram_weight",
+                "ngram_rounds")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -189,7 +194,8 @@ class TraceSynth(Generator):
                          start_temperature=self.start_temperature, spread=self.spread,
                          channel_temperature={"tid": self.tid_temperature},
                          support_rounds=self.support_rounds, copy_rounds=self.copy_rounds,
-                         guide_rounds=self.guide_rounds, ngram_weight=self.ngram_weight)
+                         guide_rounds=self.guide_rounds, ngram_weight=self.ngram_weight,
+                         ngram_rounds=self.ngram_rounds)
         if single_thread:  # so `check` (and the evaluation's validity) read it as one thread too
             trace.meta.extra["threads"] = 1
         return trace, repair

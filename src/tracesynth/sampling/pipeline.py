@@ -50,6 +50,7 @@ def generate(
     copy_rounds: int = 0,
     guide_rounds: int = 0,
     ngram_weight: float = 0.0,
+    ngram_rounds: int = 1,
 ) -> Trace:
     """Generate `n_events` canonical events for `workload` (deterministic in `seed` on CPU);
     with `prefix`, they continue that trace (its last events condition the first window).
@@ -60,7 +61,8 @@ def generate(
     spans (`SpanTable.applies`; none saved: no-op). `guide_rounds` > 0 (with a guide) redraws
     what still breaks a rule after each window's last step. `ngram_weight` > 0 multiplies the
     event distributions by the training traces' n-gram evidence on both sides, to that power
-    (`encoding.ngrams`; a model saved without the counts: no-op)."""
+    (`encoding.ngrams`; a model saved without the counts: no-op), recomputed `ngram_rounds`
+    times per denoising step (`sample_window`'s `prior_rounds`)."""
     if workload not in encoder.workloads:
         raise ConfigError(f"unknown workload {workload!r}; the model knows: {', '.join(encoder.workloads)}")
     if not 0.0 <= prefix_fraction < 1.0:
@@ -130,7 +132,7 @@ def generate(
                               spread=spread, channel_temperature=channel_temperature,
                               support_cover=support_cover, support_rounds=support_rounds,
                               copy_guard=copy_guard, copy_rounds=copy_rounds, guide_rounds=guide_rounds,
-                              event_prior=event_prior)
+                              event_prior=event_prior, prior_rounds=ngram_rounds)
         cols = decoder.decode_window(codes, start, slot_tids.copy())
         take = min(n_events - produced, window - start)
         parts.append({k: v[:take] for k, v in cols.items()})

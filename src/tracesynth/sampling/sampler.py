@@ -132,6 +132,7 @@ def sample_window(
     copy_rounds: int = 0,
     guide_rounds: int = 0,
     event_prior: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+    prior_rounds: int = 1,
 ) -> dict[str, np.ndarray]:
     """Codes for one window (numpy int64 per channel). `known[ch]` holds codes where
     `known_mask[ch]` is True; everything else is generated. `banned[ch]` lists classes never
@@ -151,7 +152,9 @@ def sample_window(
     `guide_rounds` > 0 re-masks what still breaks a rule after the last step (which nothing
     re-masked) and redraws it in a short pass, keeping a round only if fewer positions break.
     `event_prior(event codes of the window, positions) -> [len(positions), V]` is added to the
-    event logits before every draw and ranking (the n-gram prior, `encoding.ngrams`)."""
+    event logits before every draw and ranking (the n-gram prior, `encoding.ngrams`); with it,
+    `prior_rounds` > 1 spends each step's quota in that many parts, the prior recomputed between
+    them from what the parts before decided (one network call per step all the same)."""
     if steps < 1:
         raise ValueError("steps must be at least 1")
     if support_rounds < 0 or support_steps < 1:
@@ -162,6 +165,8 @@ def sample_window(
         raise ValueError("start temperature must be positive")
     if spread < 0:
         raise ValueError("spread must be >= 0")
+    if prior_rounds < 1:
+        raise ValueError("prior rounds must be >= 1")
     channel_temperature = {ch: float(v) for ch, v in (channel_temperature or {}).items() if v != 1.0}
     if any(v <= 0 for v in channel_temperature.values()):
         raise ValueError("channel temperatures must be positive")
@@ -215,12 +220,32 @@ def sample_window(
         if rule_out:  # bool[L, V_event]: names each position may take given what is decided
             allowed = np.asarray(guide.allowed_event_mask(_partial(x, model, mask_ids, partial_fn), event_names),
                                  dtype=bool)
-        drawn = []  # (channel, positions, tokens, confidence)
+        base = {}  # channel -> (candidate positions, their logits before the prior)
         for ch in model.channels:
-            idx = candidates[ch]
+            if len(candidates[ch]):
+                base[ch] = (candidates[ch], _guided_logits(model, hidden[:, candidates[ch]], ch, guidance_scale))
+        # With an n-gram prior the step's quota is spent in `prior_rounds` parts: the network
+        # call is shared, the prior is recomputed from the events the parts before decided, so
+        # neighbours revealed in one step no longer ignore each other.
+        rounds = prior_rounds if event_prior is not None and order != "random" else 1
+        remaining = quota
+        for part in range(rounds):
+            share = remaining if part == rounds - 1 else int(round(remaining / (rounds - part)))
+            if share > 0:
+                _draw_part(base, share, t, allowed)
+            remaining -= share
+            if remaining <= 0:
+                break
+
+    def _draw_part(base, share: int, t: float, allowed) -> None:
+        """Draw every still-masked candidate, keep the `share` surest (all of them in random
+        order), write them into the window."""
+        drawn = []  # (channel, positions, tokens, confidence)
+        for ch, (idx, logits) in base.items():
+            still = x[ch][0, idx] == mask_ids[ch]
+            idx, logits = idx[still], logits[still]
             if len(idx) == 0:
                 continue
-            logits = _guided_logits(model, hidden[:, idx], ch, guidance_scale)
             if ch == "event" and event_prior is not None:
                 prior = event_prior(x["event"][0].cpu().numpy(), idx.cpu().numpy())
                 logits = logits + torch.as_tensor(prior, dtype=logits.dtype, device=logits.device)
@@ -241,7 +266,7 @@ def sample_window(
                 u = torch.rand(confidence.shape, generator=generator).to(device).clamp_(1e-10, 1.0)
                 confidence = confidence - rank_noise * t * torch.log(-torch.log(u))
             drawn.append((ch, idx, tokens, confidence))
-        if order != "random" and quota < sum(len(d[1]) for d in drawn):
+        if order != "random" and share < sum(len(d[1]) for d in drawn):
             # One ranking over all channels: the first tokens of a window are revealed alone, so
             # channels agree (an event name and a gap drawn apart could contradict each other).
             if spread > 0:
@@ -249,7 +274,7 @@ def sample_window(
                          for ch, idx, tokens, conf in drawn]
             pooled = torch.cat([d[3] for d in drawn])
             winners = torch.zeros(len(pooled), dtype=torch.bool, device=device)
-            winners[torch.topk(pooled, quota).indices] = True
+            winners[torch.topk(pooled, share).indices] = True
             kept, offset_ = [], 0
             for ch, idx, tokens, conf in drawn:
                 sel = winners[offset_:offset_ + len(idx)]
