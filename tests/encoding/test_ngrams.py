@@ -92,3 +92,23 @@ def test_the_table_round_trips_as_safetensors_friendly_arrays(pybench):
                           encoder.ngrams.log_prior(window, positions, "pybench"))
     with pytest.raises(ValueError):
         EventNGrams(10, k=0)
+
+
+def test_the_estimate_is_the_witten_bell_recursion_written_out(pybench):
+    encoder, (_, _, run3) = pybench
+    ngrams = encoder.ngrams
+    window = run3[20000:20400].copy()
+    window[np.random.default_rng(1).random(len(window)) < 0.2] = ngrams.vocab_size
+    positions = np.arange(8, 392)
+    for direction in ("left", "right"):
+        q, used = ngrams.conditional(window, positions, "pybench", direction)
+        assert used.max() == 8 and (used == 0).any()
+        for row in np.flatnonzero(used)[::7]:
+            p = positions[row]
+            expected = ngrams._base("pybench").copy()
+            for order in range(1, used[row] + 1):
+                context = window[p - order:p] if direction == "left" else window[p + 1:p + 1 + order]
+                table = ngrams.tables[("pybench", direction, order)]
+                counts, total, distinct = table.dense(table.lookup(kgram_hashes(context, order)), ngrams.vocab_size)
+                expected = (counts[0] + distinct[0] * expected) / (total[0] + distinct[0])
+            assert np.allclose(q[row], expected, rtol=1e-4, atol=1e-7)

@@ -69,6 +69,20 @@ class _Table:
         where = np.minimum(np.searchsorted(self.keys, hashes), len(self.keys) - 1)
         return np.where(self.keys[where] == hashes, where, -1)
 
+    def __post_init__(self):
+        # per context: how many events followed it in training, and how many distinct ones
+        self.totals = (np.add.reduceat(self.counts, self.starts[:-1]) if len(self.keys)
+                       else np.zeros(0))
+        self.distinct = np.diff(self.starts).astype(np.float64)
+
+    def entries(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(index into `rows`, following event, count) of every entry of those context rows."""
+        begin = self.starts[rows]
+        length = self.starts[rows + 1] - begin
+        which = np.repeat(np.arange(len(rows)), length)
+        flat = np.repeat(begin - np.cumsum(length) + length, length) + np.arange(length.sum())
+        return which, self.targets[flat], self.counts[flat]
+
     def dense(self, rows: np.ndarray, vocab: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(counts [len(rows), vocab], total per row, distinct followers per row)."""
         begin, end = self.starts[rows], self.starts[rows + 1]
@@ -129,44 +143,72 @@ class EventNGrams:
     def conditional(self, codes: np.ndarray, positions: np.ndarray, workload: str,
                     direction: str) -> tuple[np.ndarray, np.ndarray]:
         """(q(x | context) [len(positions), vocab], longest order used per position): Witten-Bell
-        interpolation over the decided events on one side. `codes` is a window in which undecided
-        positions hold a code training never had (the mask id), so a context that reaches one is
-        never found and the recursion stops at the last decided event."""
+        interpolation over the decided events on one side (0 and the unigram where none is)."""
+        rows, q, used = self._conditional(codes, positions, workload, direction)
+        out = np.broadcast_to(self._base(workload), (len(positions), self.vocab_size)).copy()
+        out[rows] = q
+        full = np.zeros(len(positions), dtype=np.int64)
+        full[rows] = used
+        return out, full
+
+    def _conditional(self, codes, positions, workload: str, direction: str):
+        """(rows of `positions` with a known context on this side, q for those rows, order used).
+        `codes` is a window in which undecided positions hold a code training never had (the mask
+        id), so a context that reaches one is never found and the recursion stops at the last
+        decided event; only rows whose nearest neighbour is decided cost anything."""
         codes = np.asarray(codes, dtype=np.int64)
         positions = np.asarray(positions, dtype=np.int64)
         n = len(codes)
-        q = np.broadcast_to(self._base(workload), (len(positions), self.vocab_size)).copy()
-        used = np.zeros(len(positions), dtype=np.int64)
-        active = np.arange(len(positions))
+        base = self._base(workload)
+        # q = weight_base · base + scale · acc, per row: each order's step
+        #     q_k = (c_k + T q_{k-1}) / (N + T)
+        # then only scales two numbers per row and adds the context's few counts into `acc`,
+        # instead of rewriting a vocab-wide row per order.
+        rows = np.zeros(0, dtype=np.int64)
+        weight_base = scale = np.ones(0)
+        acc = np.zeros((0, self.vocab_size), dtype=np.float32)
+        used = np.zeros(0, dtype=np.int64)
+        active = np.arange(len(positions))  # indices into `rows` once order 1 is done
         for order in range(1, self.k + 1):
             if not len(active) or n < order:
                 break
             h = kgram_hashes(codes, order)
-            pos = positions[active]
+            pos = positions[active] if order == 1 else positions[rows[active]]
             start = pos - order if direction == "left" else pos + 1
             inside = (start >= 0) & (start <= n - order)
             active, start = active[inside], start[inside]
-            rows = self.tables[(workload, direction, order)].lookup(h[start])
-            found = rows >= 0
-            active, rows = active[found], rows[found]
+            table = self.tables[(workload, direction, order)]
+            found = table.lookup(h[start])
+            keep = found >= 0
+            active, found = active[keep], found[keep]
             if not len(active):
                 break
-            counts, total, distinct = self.tables[(workload, direction, order)].dense(rows, self.vocab_size)
-            q[active] = (counts + distinct[:, None] * q[active]) / (total + distinct)[:, None]
+            if order == 1:  # from here on, work on the rows that have a decided neighbour only
+                rows, active = active, np.arange(len(active))
+                weight_base, scale = np.ones(len(rows)), np.ones(len(rows))
+                acc = np.zeros((len(rows), self.vocab_size), dtype=np.float32)
+                used = np.zeros(len(rows), dtype=np.int64)
+            total, distinct = table.totals[found], table.distinct[found]
+            keep_share = distinct / (total + distinct)
+            weight_base[active] *= keep_share
+            scale[active] *= keep_share
+            which, targets, counts = table.entries(found)
+            acc[active[which], targets] += counts / ((total + distinct)[which] * scale[active[which]])
             used[active] = order
-        return q, used
+        q = (weight_base[:, None] * base[None, :]).astype(np.float32)
+        q += scale[:, None].astype(np.float32) * acc
+        return rows, q, used
 
     def log_prior(self, codes: np.ndarray, positions: np.ndarray, workload: str) -> np.ndarray:
-        """log q(x | left) + log q(x | right) − 2 log q(x) per position ([len(positions), vocab]);
-        0 for a side with no decided neighbour."""
-        out = np.zeros((len(positions), self.vocab_size))
+        """log q(x | left) + log q(x | right) − 2 log q(x) per position ([len(positions), vocab],
+        float32: it is added to float32 logits); 0 for a side with no decided neighbour."""
+        out = np.zeros((len(positions), self.vocab_size), dtype=np.float32)
         if not self.knows(workload) or not len(positions):
             return out
-        log_base = np.log(self._base(workload))
+        log_base = np.log(self._base(workload)).astype(np.float32)
         for direction in DIRECTIONS:
-            q, used = self.conditional(codes, positions, workload, direction)
-            has = used > 0
-            out[has] += np.log(q[has]) - log_base
+            rows, q, _ = self._conditional(codes, positions, workload, direction)
+            out[rows] += np.log(q) - log_base
         return out
 
     # --- persistence: tensors for safetensors ---------------------------------------------
