@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracesynth.evaluation.windows import kgram_hashes
+from tracesynth.evaluation.windows import KGramHasher, kgram_hashes
 
 K = 8  # longest context, in events, on each side
 DIRECTIONS = ("left", "right")
@@ -144,19 +144,19 @@ class EventNGrams:
                     direction: str) -> tuple[np.ndarray, np.ndarray]:
         """(q(x | context) [len(positions), vocab], longest order used per position): Witten-Bell
         interpolation over the decided events on one side (0 and the unigram where none is)."""
-        rows, q, used = self._conditional(codes, positions, workload, direction)
+        codes = np.asarray(codes, dtype=np.int64)
+        rows, q, used = self._conditional(codes, KGramHasher(codes), positions, workload, direction)
         out = np.broadcast_to(self._base(workload), (len(positions), self.vocab_size)).copy()
         out[rows] = q
         full = np.zeros(len(positions), dtype=np.int64)
         full[rows] = used
         return out, full
 
-    def _conditional(self, codes, positions, workload: str, direction: str):
+    def _conditional(self, codes, hasher, positions, workload: str, direction: str):
         """(rows of `positions` with a known context on this side, q for those rows, order used).
         `codes` is a window in which undecided positions hold a code training never had (the mask
         id), so a context that reaches one is never found and the recursion stops at the last
         decided event; only rows whose nearest neighbour is decided cost anything."""
-        codes = np.asarray(codes, dtype=np.int64)
         positions = np.asarray(positions, dtype=np.int64)
         n = len(codes)
         base = self._base(workload)
@@ -172,13 +172,12 @@ class EventNGrams:
         for order in range(1, self.k + 1):
             if not len(active) or n < order:
                 break
-            h = kgram_hashes(codes, order)
             pos = positions[active] if order == 1 else positions[rows[active]]
             start = pos - order if direction == "left" else pos + 1
             inside = (start >= 0) & (start <= n - order)
             active, start = active[inside], start[inside]
             table = self.tables[(workload, direction, order)]
-            found = table.lookup(h[start])
+            found = table.lookup(hasher.at(start, order))
             keep = found >= 0
             active, found = active[keep], found[keep]
             if not len(active):
@@ -206,8 +205,10 @@ class EventNGrams:
         if not self.knows(workload) or not len(positions):
             return out
         log_base = np.log(self._base(workload)).astype(np.float32)
+        codes = np.asarray(codes, dtype=np.int64)
+        hasher = KGramHasher(codes)
         for direction in DIRECTIONS:
-            rows, q, _ = self._conditional(codes, positions, workload, direction)
+            rows, q, _ = self._conditional(codes, hasher, positions, workload, direction)
             out[rows] += np.log(q) - log_base
         return out
 

@@ -93,16 +93,28 @@ def kgram_hashes(tokens: np.ndarray, k: int) -> np.ndarray:
         raise ValueError("k must be positive")
     if n < k:
         return np.zeros(0, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        powers = np.cumprod(np.full(n + 1, _HASH_BASE, dtype=np.uint64))
-        powers = np.concatenate([np.ones(1, np.uint64), powers[:-1]])
-        inverse = _inverse_mod_2_64(int(_HASH_BASE))
-        inv_powers = np.cumprod(np.full(n + 1, np.uint64(inverse), dtype=np.uint64))
-        inv_powers = np.concatenate([np.ones(1, np.uint64), inv_powers[:-1]])
-        values = tokens.astype(np.uint64) + np.uint64(1)
-        prefix = np.concatenate([np.zeros(1, np.uint64), np.cumsum(values * powers[:n], dtype=np.uint64)])
-        shifted = prefix[k:] - prefix[: n - k + 1]
-        return shifted * inv_powers[: n - k + 1]
+    return KGramHasher(tokens).at(np.arange(n - k + 1), k)
+
+
+class KGramHasher:
+    """`kgram_hashes(tokens, k)[starts]` for any k and starts from one O(n) pass over `tokens`
+    (the prefix sums above), for callers that need several k-gram lengths of one sequence."""
+
+    def __init__(self, tokens: np.ndarray):
+        n = len(tokens)
+        with np.errstate(over="ignore"):
+            powers = np.cumprod(np.full(n + 1, _HASH_BASE, dtype=np.uint64))
+            powers = np.concatenate([np.ones(1, np.uint64), powers[:-1]])
+            inverse = _inverse_mod_2_64(int(_HASH_BASE))
+            inv_powers = np.cumprod(np.full(n + 1, np.uint64(inverse), dtype=np.uint64))
+            self.inv_powers = np.concatenate([np.ones(1, np.uint64), inv_powers[:-1]])
+            values = np.asarray(tokens).astype(np.uint64) + np.uint64(1)
+            self.prefix = np.concatenate([np.zeros(1, np.uint64), np.cumsum(values * powers[:n], dtype=np.uint64)])
+
+    def at(self, starts: np.ndarray, k: int) -> np.ndarray:
+        """Hashes of the k-grams beginning at `starts` (each start + k <= len(tokens))."""
+        with np.errstate(over="ignore"):
+            return (self.prefix[starts + k] - self.prefix[starts]) * self.inv_powers[starts]
 
 
 def _inverse_mod_2_64(value: int) -> int:
