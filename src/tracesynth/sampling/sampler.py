@@ -60,7 +60,6 @@ def _draw(logits: torch.Tensor, generator: torch.Generator, temperature: float |
 
 
 _SPREAD_BONUS = 1e4  # ranks every spread-eligible token above every other one
-_PART_MIN = 32  # fewest tokens a part of a step's reveals draws (prior_rounds)
 
 
 def _local_best(confidence: torch.Tensor, idx: torch.Tensor, length: int, spread: int) -> torch.Tensor:
@@ -229,7 +228,6 @@ def sample_window(
         # call is shared, the prior is recomputed from the events the parts before decided, so
         # neighbours revealed in one step no longer ignore each other.
         rounds = prior_rounds if event_prior is not None and order != "random" else 1
-        rounds = min(rounds, max(1, quota // _PART_MIN))  # a small reveal is spread out already
         remaining = quota
         for part in range(rounds):
             share = remaining if part == rounds - 1 else int(round(remaining / (rounds - part)))
