@@ -112,3 +112,18 @@ def test_the_estimate_is_the_witten_bell_recursion_written_out(pybench):
                 counts, total, distinct = table.dense(table.lookup(kgram_hashes(context, order)), ngrams.vocab_size)
                 expected = (counts[0] + distinct[0] * expected) / (total[0] + distinct[0])
             assert np.allclose(q[row], expected, rtol=1e-4, atol=1e-7)
+
+
+def test_contexts_seen_a_hundred_thousand_times_keep_a_finite_distribution():
+    """scimark's loop: the same two events after the same 8-event context ~10^5 times, so each
+    order scales the Witten-Bell row by ~10^-5 (the bug this guards against: a float32 row
+    overflowed to inf and the prior turned into noise)."""
+    loop = np.tile(np.array([1, 2]), 100_000)
+    loop[::1000] = 3
+    ngrams = EventNGrams.fit([("w", loop)], vocab_size=5, k=16)
+    window = np.tile(np.array([1, 2]), 32)
+    window[40:] = 5  # undecided
+    prior = ngrams.log_prior(window, np.arange(40, 64), "w")
+    assert np.isfinite(prior).all()
+    q, used = ngrams.conditional(window, np.array([40]), "w", "left")
+    assert used[0] == 16 and np.isclose(q.sum(), 1.0, atol=1e-5) and q[0].argmax() == 1 and q[0, 1] > 0.99

@@ -166,7 +166,7 @@ class EventNGrams:
         # instead of rewriting a vocab-wide row per order.
         rows = np.zeros(0, dtype=np.int64)
         weight_base = scale = np.ones(0)
-        acc = np.zeros((0, self.vocab_size), dtype=np.float32)
+        acc = np.zeros((0, self.vocab_size))
         used = np.zeros(0, dtype=np.int64)
         active = np.arange(len(positions))  # indices into `rows` once order 1 is done
         for order in range(1, self.k + 1):
@@ -185,7 +185,7 @@ class EventNGrams:
             if order == 1:  # from here on, work on the rows that have a decided neighbour only
                 rows, active = active, np.arange(len(active))
                 weight_base, scale = np.ones(len(rows)), np.ones(len(rows))
-                acc = np.zeros((len(rows), self.vocab_size), dtype=np.float32)
+                acc = np.zeros((len(rows), self.vocab_size))
                 used = np.zeros(len(rows), dtype=np.int64)
             total, distinct = table.totals[found], table.distinct[found]
             keep_share = distinct / (total + distinct)
@@ -194,9 +194,15 @@ class EventNGrams:
             which, targets, counts = table.entries(found)
             acc[active[which], targets] += counts / ((total + distinct)[which] * scale[active[which]])
             used[active] = order
-        q = (weight_base[:, None] * base[None, :]).astype(np.float32)
-        q += scale[:, None].astype(np.float32) * acc
-        return rows, q, used
+            # A context seen 10^5 times with two followers scales its row by ~10^-5 an order: fold
+            # the scale into the row before 1/scale leaves float64's range (k is not always 8).
+            tiny = active[scale[active] < 1e-100]
+            if len(tiny):
+                acc[tiny] *= scale[tiny, None]
+                scale[tiny] = 1.0
+        q = weight_base[:, None] * base[None, :] + scale[:, None] * acc
+        # float32 from here (it is added to float32 logits); below 1e-30 (-69 nats) is "never"
+        return rows, np.maximum(q, 1e-30).astype(np.float32), used
 
     def log_prior(self, codes: np.ndarray, positions: np.ndarray, workload: str) -> np.ndarray:
         """log q(x | left) + log q(x | right) − 2 log q(x) per position ([len(positions), vocab],
