@@ -47,7 +47,9 @@ $TS train "$WORKLOAD:1,2" -o "$OUT/model" --channels light --context 4096 --step
 step "7. generate $N_GEN events, guided by the kernel rules, and write them as Parquet and CTF"
 # The start-up is drawn cold (the default start temperature, 0.25): on this 300-step model that
 # scored TSTR/TRTR 0.643 / 0.730 (sampling seeds 0 / 1) against 0.581 / 0.680 warm (measured
-# before the support corrector; its last two lines say how many of the trace's 8-grams no
+# before the support corrector; the n-gram prior, on by default, multiplies every event draw by
+# the training runs' counts after and before the decided events nearby; its last lines say so,
+# how many of the trace's 8-grams no
 # training run contains, and how many of its 256-event spans a training run holds verbatim — the
 # copy guard stays off on scimark, whose real runs share most of their long spans; DEMO_WORKLOAD=tar
 # shows it at work; DEMO_WORKLOAD=pybench adds a line on the serial syscalls the guide holds to

@@ -155,42 +155,26 @@ def generate(
     if corrector_steps < 0:
         raise ConfigError(f"--corrector-steps must be >= 0, got {corrector_steps}")
     gen.corrector_steps = corrector_steps
-    for flag, value in (("--temperature", temperature), ("--start-temperature", start_temperature),
-                        ("--tid-temperature", tid_temperature)):
-        if value is not None and value <= 0:
-            raise ConfigError(f"{flag} must be positive, got {value}")
-    if temperature is not None:
-        gen.temperature = temperature
-    if start_temperature is not None:
-        gen.start_temperature = start_temperature
-    if tid_temperature is not None:
-        gen.tid_temperature = tid_temperature
-    if spread is not None:
-        if spread < 0:
-            raise ConfigError(f"--spread must be >= 0, got {spread}")
-        gen.spread = spread
-    if support_rounds is not None:
-        if support_rounds < 0:
-            raise ConfigError(f"--support-rounds must be >= 0, got {support_rounds}")
-        gen.support_rounds = support_rounds
-    if copy_rounds is not None:
-        if copy_rounds < 0:
-            raise ConfigError(f"--copy-rounds must be >= 0, got {copy_rounds}")
-        gen.copy_rounds = copy_rounds
-    if guide_rounds is not None:
-        if guide_rounds < 0:
-            raise ConfigError(f"--guide-rounds must be >= 0, got {guide_rounds}")
-        gen.guide_rounds = guide_rounds
+    # Sampling overrides: (flag, value, the generator's attribute, least allowed, strictly above it)
+    overrides = (
+        ("--temperature", temperature, "temperature", 0, True),
+        ("--start-temperature", start_temperature, "start_temperature", 0, True),
+        ("--tid-temperature", tid_temperature, "tid_temperature", 0, True),
+        ("--spread", spread, "spread", 0, False),
+        ("--support-rounds", support_rounds, "support_rounds", 0, False),
+        ("--copy-rounds", copy_rounds, "copy_rounds", 0, False),
+        ("--guide-rounds", guide_rounds, "guide_rounds", 0, False),
+        ("--ngram-weight", ngram_weight, "ngram_weight", 0, False),
+        ("--ngram-rounds", ngram_rounds, "ngram_rounds", 1, False),
+    )
+    for flag, value, _, least, strict in overrides:
+        if value is not None and (value <= least if strict else value < least):
+            raise ConfigError(f"{flag} must be {'positive' if strict else f'>= {least}'}, got {value}")
+    for _, value, attribute, _, _ in overrides:
+        if value is not None:
+            setattr(gen, attribute, value)
     if serial_guide is not None:
         gen.serial_guide = serial_guide
-    if ngram_weight is not None:
-        if ngram_weight < 0:
-            raise ConfigError(f"--ngram-weight must be >= 0, got {ngram_weight}")
-        gen.ngram_weight = ngram_weight
-    if ngram_rounds is not None:
-        if ngram_rounds < 1:
-            raise ConfigError(f"--ngram-rounds must be >= 1, got {ngram_rounds}")
-        gen.ngram_rounds = ngram_rounds
     if n_events <= 0:
         raise ConfigError(f"-n must be positive, got {n_events}")
     if workload is None:
