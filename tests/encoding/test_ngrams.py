@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tracesynth.datasets as ds
-from tracesynth.encoding.ngrams import EventNGrams
+from tracesynth.encoding.ngrams import CachedPrior, EventNGrams
 from tracesynth.encoding.trace_encoder import TraceEncoder
 from tracesynth.evaluation.windows import kgram_hashes
 
@@ -127,3 +127,25 @@ def test_contexts_seen_a_hundred_thousand_times_keep_a_finite_distribution():
     assert np.isfinite(prior).all()
     q, used = ngrams.conditional(window, np.array([40]), "w", "left")
     assert used[0] == 16 and np.isclose(q.sum(), 1.0, atol=1e-5) and q[0].argmax() == 1 and q[0, 1] > 0.99
+
+
+def test_the_cached_prior_is_exactly_the_prior_after_any_change(pybench):
+    encoder, (_, _, run3) = pybench
+    ngrams = encoder.ngrams
+    mask = ngrams.vocab_size
+    rng = np.random.default_rng(2)
+    window = run3[30000:30512].copy()
+    window[rng.random(len(window)) < 0.7] = mask
+    cached = CachedPrior(ngrams, "pybench", 0.5)
+    for _ in range(6):
+        positions = np.flatnonzero(window == mask)
+        assert np.array_equal(cached(window, positions), 0.5 * ngrams.log_prior(window, positions, "pybench"))
+        # reveal some, send a few back to MASK, and shift the tail (what the copy guard does)
+        reveal = rng.choice(positions, size=len(positions) // 4, replace=False)
+        window[reveal] = run3[30000 + reveal]
+        window[rng.choice(len(window), size=5, replace=False)] = mask
+        window[400:] = np.roll(window[400:], 1)
+    other = run3[:300].copy()  # another window length starts afresh
+    other[::2] = mask
+    assert np.array_equal(cached(other, np.arange(0, 300, 2)),
+                          0.5 * ngrams.log_prior(other, np.arange(0, 300, 2), "pybench"))

@@ -247,3 +247,39 @@ class EventNGrams:
                 np.asarray(arrays[f"targets/{base}"], dtype=np.int64),
                 np.asarray(arrays[f"counts/{base}"], dtype=np.float64))
         return cls(int(arrays["vocab_size"][0]), int(arrays["k"][0]), tables, unigrams)
+
+
+class CachedPrior:
+    """`weight · ngrams.log_prior(codes, positions, workload)` as the sampler's `event_prior`,
+    recomputing only the rows whose `k` events on either side changed since the last call.
+
+    A position's prior depends on nothing but those 2k events, so the cached rows are exactly
+    the ones a fresh computation would give (the sampler's output does not change), while the
+    parts of one denoising step and the short redraw passes, which change a few events each,
+    stop paying for the whole window again."""
+
+    def __init__(self, ngrams: EventNGrams, workload: str, weight: float):
+        self.ngrams, self.workload, self.weight = ngrams, workload, float(weight)
+        self.codes: np.ndarray | None = None
+        self.rows: np.ndarray | None = None   # [window, vocab] float32, valid where `fresh`
+        self.fresh: np.ndarray | None = None
+
+    def __call__(self, codes: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        codes = np.asarray(codes, dtype=np.int64)
+        positions = np.asarray(positions, dtype=np.int64)
+        if self.codes is None or len(self.codes) != len(codes):
+            self.rows = np.zeros((len(codes), self.ngrams.vocab_size), dtype=np.float32)
+            self.fresh = np.zeros(len(codes), dtype=bool)
+        else:
+            changed = np.flatnonzero(self.codes != codes)
+            if len(changed):
+                stale = np.zeros(len(codes) + 1, dtype=np.int64)
+                np.add.at(stale, np.maximum(changed - self.ngrams.k, 0), 1)
+                np.add.at(stale, np.minimum(changed + self.ngrams.k + 1, len(codes)), -1)
+                self.fresh &= np.cumsum(stale)[:-1] == 0
+        self.codes = codes.copy()
+        todo = positions[~self.fresh[positions]]
+        if len(todo):
+            self.rows[todo] = self.weight * self.ngrams.log_prior(codes, todo, self.workload)
+            self.fresh[todo] = True
+        return self.rows[positions]

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from tracesynth.encoding.ngrams import CachedPrior
 from tracesynth.encoding.trace_encoder import TraceEncoder, columns_to_trace
 from tracesynth.errors import ConfigError
 from tracesynth.model.denoiser import Denoiser
@@ -83,8 +84,7 @@ def generate(
             return support.excess_cover(codes, workload)
     event_prior = None
     if ngram_weight and encoder.ngrams is not None and encoder.ngrams.knows(workload):
-        def event_prior(codes: np.ndarray, positions: np.ndarray, ngrams=encoder.ngrams) -> np.ndarray:
-            return ngram_weight * ngrams.log_prior(codes, positions, workload)
+        event_prior = CachedPrior(encoder.ngrams, workload, ngram_weight)
     copy_guard = None
     if copy_rounds and encoder.copies is not None and encoder.copies.applies(workload) and encoder.support is not None:
         copy_guard = CopyGuard(encoder.copies, encoder.support, workload)
