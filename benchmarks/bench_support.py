@@ -10,7 +10,8 @@ rounds, in alternating order, and print events/s, the ratio, and what the pass c
   1,000 events the sampler leaves before repair (serial syscalls out of one-at-a-time order for
   a light model of a multi-threaded workload, else `check`'s violations);
 - `--corrector ngram`: the n-gram prior at draw time (weight 0 against the default, or 1 where
-  the default is off); the share of unseen 8-grams, as for the support corrector.
+  the default is off; `--ngram-rounds R` sets its parts per step); the share of unseen 8-grams,
+  as for the support corrector.
 
     .venv/bin/python benchmarks/bench_support.py --models out/light4096-3000-support/models \\
         [--corrector support|copy|guide|ngram] [--workloads gzip,stream] [--events 32768] [--repeats 2]
@@ -38,11 +39,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--corrector", choices=("support", "copy", "guide", "ngram"), default="support")
+    parser.add_argument("--ngram-rounds", type=int, default=None,
+                        help="with --corrector ngram: parts a step (default: the sampler's)")
     args = parser.parse_args(argv)
 
     from tracesynth.constraints import check
     from tracesynth.encoding.serial import overlaps
-    from tracesynth.generators.diffusion import COPY_ROUNDS, GUIDE_ROUNDS, NGRAM_WEIGHT, SUPPORT_ROUNDS, TraceSynth
+    from tracesynth.generators.diffusion import (COPY_ROUNDS, GUIDE_ROUNDS, NGRAM_ROUNDS, NGRAM_WEIGHT,
+                                                 SUPPORT_ROUNDS, TraceSynth)
 
     if not args.models.is_dir():
         print(f"{args.models}: not a directory of model directories", file=sys.stderr)
@@ -75,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         gen.copy_rounds, gen.support_rounds, gen.guide_rounds = COPY_ROUNDS, SUPPORT_ROUNDS, GUIDE_ROUNDS
         gen.ngram_weight = NGRAM_WEIGHT
+        gen.ngram_rounds = args.ngram_rounds or NGRAM_ROUNDS
         serial = gen.serial_syscalls(workload)
         times: dict[float, list[float]] = {0: [], default: []}
         effect: dict[float, str] = {}
