@@ -84,14 +84,12 @@ class _Table:
         return which, self.targets[flat], self.counts[flat]
 
     def dense(self, rows: np.ndarray, vocab: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(counts [len(rows), vocab], total per row, distinct followers per row)."""
-        begin, end = self.starts[rows], self.starts[rows + 1]
-        length = end - begin
+        """(counts [len(rows), vocab], total per row, distinct followers per row): the rows
+        written out, for reading and testing (sampling works on `entries`)."""
+        which, targets, counts = self.entries(rows)
         out = np.zeros((len(rows), vocab))
-        which = np.repeat(np.arange(len(rows)), length)
-        flat = np.repeat(begin - np.cumsum(length) + length, length) + np.arange(length.sum())
-        out[which, self.targets[flat]] = self.counts[flat]
-        return out, out.sum(1), length.astype(np.float64)
+        out[which, targets] = counts
+        return out, self.totals[rows], self.distinct[rows]
 
 
 class EventNGrams:
