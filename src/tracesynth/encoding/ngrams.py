@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracesynth.evaluation.windows import KGramHasher, kgram_hashes
+from tracesynth.evaluation.windows import KGramHasher
 
 K = 8  # longest context, in events, on each side
 DIRECTIONS = ("left", "right")
@@ -114,13 +114,14 @@ class EventNGrams:
         tables, unigrams = {}, {}
         for w, runs in parts.items():
             unigrams[w] = np.bincount(np.concatenate(runs), minlength=vocab_size)[:vocab_size].astype(np.float64)
+            hashers = [KGramHasher(codes) for codes in runs]  # one pass per run serves every order
             for order in range(1, k + 1):
                 left_ctx, left_tgt, right_ctx, right_tgt = [], [], [], []
-                for codes in runs:
+                for codes, hasher in zip(runs, hashers):
                     n = len(codes)
                     if n <= order:
                         continue
-                    h = kgram_hashes(codes, order)          # h[j]: the events codes[j:j+order]
+                    h = hasher.at(np.arange(n - order + 1), order)  # h[j]: the events codes[j:j+order]
                     left_ctx.append(h[:n - order])           # the `order` events before codes[order:]
                     left_tgt.append(codes[order:])
                     right_ctx.append(h[1:])                  # the `order` events after codes[:n-order]
