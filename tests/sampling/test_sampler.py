@@ -397,3 +397,28 @@ def test_prior_rounds_let_events_revealed_in_one_step_see_each_other(full_model)
     assert all((plain[ch] == same[ch]).all() for ch in plain)
     with pytest.raises(ValueError):
         sample_window(model, codes, known_mask, 0, steps=1, event_prior=like_left, prior_rounds=0)
+
+
+def test_later_parts_redraw_only_the_rows_whose_prior_moved(full_model):
+    model, encoder, real = full_model
+    codes, _ = _window(encoder, real)
+    known_mask = {ch: np.arange(64) < 8 for ch in codes}
+    vocab = encoder.vocab_sizes()["event"]
+    favour = int(codes["event"][3])
+    asked = []
+
+    def fixed(window, positions):
+        """A prior that ignores the window: no part after the first has anything to redraw."""
+        asked.append(len(positions))
+        out = np.zeros((len(positions), vocab))
+        out[:, favour] = 1.5
+        return out
+
+    # Without spread the parts then rank the same confidences the one part ranks, so they reveal
+    # the same tokens: the window is the one-part window, draw for draw.
+    one = sample_window(model, codes, known_mask, 0, steps=3, generator=torch.Generator().manual_seed(5),
+                        event_prior=fixed)
+    parts = sample_window(model, codes, known_mask, 0, steps=3, generator=torch.Generator().manual_seed(5),
+                          event_prior=fixed, prior_rounds=4)
+    assert all((one[ch] == parts[ch]).all() for ch in one)
+    assert len(asked) > 3  # the later parts did ask the prior (and found nothing had moved)

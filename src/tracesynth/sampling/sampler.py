@@ -220,10 +220,10 @@ def sample_window(
         if rule_out:  # bool[L, V_event]: names each position may take given what is decided
             allowed = np.asarray(guide.allowed_event_mask(_partial(x, model, mask_ids, partial_fn), event_names),
                                  dtype=bool)
-        base = {}  # channel -> (candidate positions, their logits before the prior)
+        base = {}  # channel -> the step's candidates: positions, logits before the prior, draws
         for ch in model.channels:
             if len(candidates[ch]):
-                base[ch] = (candidates[ch], _guided_logits(model, hidden[:, candidates[ch]], ch, guidance_scale))
+                base[ch] = _Candidates(candidates[ch], _guided_logits(model, hidden[:, candidates[ch]], ch, guidance_scale))
         # With an n-gram prior the step's quota is spent in `prior_rounds` parts: the network
         # call is shared, the prior is recomputed from the events the parts before decided, so
         # neighbours revealed in one step no longer ignore each other.
@@ -237,35 +237,56 @@ def sample_window(
             if remaining <= 0:
                 break
 
-    def _draw_part(base, share: int, t: float, allowed) -> None:
-        """Draw every still-masked candidate, keep the `share` surest (all of them in random
-        order), write them into the window."""
+    def _finish(ch: str, idx: torch.Tensor, logits: torch.Tensor, t: float, allowed):
+        """Tokens and ranking confidence (None in random order) of candidates `idx` of channel
+        `ch` from their logits (prior included): temperatures, bans and rules applied."""
+        if ch in channel_temperature:
+            logits = logits / channel_temperature[ch]
+        if banned and banned.get(ch):
+            logits[:, banned[ch]] = float("-inf")
+        if ch == "event" and allowed is not None:
+            rows = allowed[idx.cpu().numpy()]
+            rows[~rows.any(1)] = True  # nothing allowed: leave it to the re-mask and repair
+            logits[torch.as_tensor(~rows, device=logits.device)] = float("-inf")
+        tokens = _draw(logits, generator, temperature_of(idx))
+        if order == "random":
+            return tokens, None
+        # How determined the position is (its most likely class), not how likely the drawn
+        # token is: ranking by the drawn token would favour frequent values.
+        confidence = torch.log_softmax(logits, -1).max(-1).values
+        u = torch.rand(confidence.shape, generator=generator).to(device).clamp_(1e-10, 1.0)
+        return tokens, confidence - rank_noise * t * torch.log(-torch.log(u))
+
+    def _draw_part(base: dict, share: int, t: float, allowed) -> None:
+        """Keep the `share` surest still-masked candidates (all of them in random order) and
+        write them into the window. The first part draws every candidate; a later part redraws
+        only the event rows whose prior changed since (a draw whose distribution did not change
+        is as good as a fresh one: the ranking never looks at the drawn token), so a part costs
+        what the reveals before it changed, not the whole window again."""
         drawn = []  # (channel, positions, tokens, confidence)
-        for ch, (idx, logits) in base.items():
-            still = x[ch][0, idx] == mask_ids[ch]
-            idx, logits = idx[still], logits[still]
-            if len(idx) == 0:
+        for ch, cand in base.items():
+            still = torch.nonzero(x[ch][0, cand.idx] == mask_ids[ch]).flatten()
+            if len(still) == 0:
                 continue
-            if ch == "event" and event_prior is not None:
-                prior = event_prior(x["event"][0].cpu().numpy(), idx.cpu().numpy())
-                logits = logits + torch.as_tensor(prior, dtype=logits.dtype, device=logits.device)
-            if ch in channel_temperature:
-                logits = logits / channel_temperature[ch]
-            if banned and banned.get(ch):
-                logits[:, banned[ch]] = float("-inf")
-            if ch == "event" and allowed is not None:
-                rows = allowed[idx.cpu().numpy()]
-                rows[~rows.any(1)] = True  # nothing allowed: leave it to the re-mask and repair
-                logits[torch.as_tensor(~rows, device=logits.device)] = float("-inf")
-            tokens = _draw(logits, generator, temperature_of(idx))
-            confidence = None
-            if order != "random":
-                # How determined the position is (its most likely class), not how likely the
-                # drawn token is: ranking by the drawn token would favour frequent values.
-                confidence = torch.log_softmax(logits, -1).max(-1).values
-                u = torch.rand(confidence.shape, generator=generator).to(device).clamp_(1e-10, 1.0)
-                confidence = confidence - rank_noise * t * torch.log(-torch.log(u))
-            drawn.append((ch, idx, tokens, confidence))
+            with_prior = ch == "event" and event_prior is not None
+            prior = None
+            if with_prior:
+                prior = event_prior(x["event"][0].cpu().numpy(), cand.idx[still].cpu().numpy())
+            if cand.tokens is None:
+                redo = still
+            elif with_prior:
+                moved = np.flatnonzero((prior != cand.prior[still.cpu().numpy()]).any(1))
+                redo, prior = still[torch.as_tensor(moved, device=device)], prior[moved]
+            else:
+                redo = still[:0]
+            if len(redo):
+                logits = cand.logits[redo]
+                if with_prior:
+                    logits = logits + torch.as_tensor(prior, dtype=logits.dtype, device=logits.device)
+                tokens, confidence = _finish(ch, cand.idx[redo], logits, t, allowed)
+                cand.store(redo, tokens, confidence, prior)
+            drawn.append((ch, cand.idx[still], cand.tokens[still],
+                          None if cand.confidence is None else cand.confidence[still]))
         if order != "random" and share < sum(len(d[1]) for d in drawn):
             # One ranking over all channels: the first tokens of a window are revealed alone, so
             # channels agree (an event name and a gap drawn apart could contradict each other).
@@ -375,6 +396,32 @@ def sample_window(
                 continue
             bad = now
     return {ch: x[ch][0].cpu().numpy().astype(np.int64) for ch in model.channels}
+
+
+class _Candidates:
+    """One channel's candidates in one denoising step: their positions and logits (one network
+    call a step), and the latest draw of each (token, ranking confidence, the prior it saw),
+    which the step's later parts keep unless the prior of that row moved."""
+
+    def __init__(self, idx: torch.Tensor, logits: torch.Tensor):
+        self.idx, self.logits = idx, logits
+        self.tokens: torch.Tensor | None = None
+        self.confidence: torch.Tensor | None = None
+        self.prior: np.ndarray | None = None
+
+    def store(self, rows: torch.Tensor, tokens: torch.Tensor, confidence: torch.Tensor | None,
+              prior: np.ndarray | None) -> None:
+        if self.tokens is None:
+            self.tokens = torch.zeros(len(self.idx), dtype=tokens.dtype, device=tokens.device)
+            if confidence is not None:
+                self.confidence = torch.zeros(len(self.idx), dtype=confidence.dtype, device=confidence.device)
+            if prior is not None:
+                self.prior = np.zeros((len(self.idx), prior.shape[1]), dtype=prior.dtype)
+        self.tokens[rows] = tokens
+        if confidence is not None:
+            self.confidence[rows] = confidence
+        if prior is not None:
+            self.prior[rows.cpu().numpy()] = prior
 
 
 def _apply(x: dict[str, torch.Tensor], edit: Edit, mask_ids: dict[str, int]) -> None:
