@@ -149,3 +149,36 @@ def test_the_cached_prior_is_exactly_the_prior_after_any_change(pybench):
     other[::2] = mask
     assert np.array_equal(cached(other, np.arange(0, 300, 2)),
                           0.5 * ngrams.log_prior(other, np.arange(0, 300, 2), "pybench"))
+
+
+def test_the_cached_prior_recomputes_only_the_rows_a_reveal_can_move(pybench):
+    encoder, (_, _, run3) = pybench
+    ngrams = encoder.ngrams
+    mask = ngrams.vocab_size
+    rng = np.random.default_rng(4)
+    window = run3[10000:10512].copy()
+    window[rng.random(len(window)) < 0.5] = mask
+    cached = CachedPrior(ngrams, "pybench", 1.0)
+    asked = []
+    real_log_prior = ngrams.log_prior
+
+    def counting(codes, positions, workload):
+        asked.append(len(positions))
+        return real_log_prior(codes, positions, workload)
+
+    first = int((window == mask).sum())
+    ngrams.log_prior = counting
+    try:
+        for step in range(40):  # one event at a time, as the parts of a step reveal them
+            positions = np.flatnonzero(window == mask)
+            assert np.array_equal(cached(window, positions), real_log_prior(window, positions, "pybench"))
+            p = rng.choice(positions)
+            window[p] = run3[10000 + p]
+            if step % 10 == 9:  # and now and then one goes back to MASK
+                window[rng.choice(np.flatnonzero(window != mask))] = mask
+    finally:
+        del ngrams.log_prior
+    # After the first call, a reveal moves the nearest masked row on either side (a re-mask a
+    # few more): about two rows a call, where "everything within k" would be ~8.
+    assert asked[0] == first
+    assert np.mean(asked[1:]) <= 3.0

@@ -250,12 +250,15 @@ class EventNGrams:
 
 class CachedPrior:
     """`weight · ngrams.log_prior(codes, positions, workload)` as the sampler's `event_prior`,
-    recomputing only the rows whose `k` events on either side changed since the last call.
+    recomputing only the rows whose contexts changed since the last call.
 
-    A position's prior depends on nothing but those 2k events, so the cached rows are exactly
-    the ones a fresh computation would give (the sampler's output does not change), while the
-    parts of one denoising step and the short redraw passes, which change a few events each,
-    stop paying for the whole window again."""
+    A row's prior on one side depends only on the decided events between it and the nearest
+    undecided one, at most `k` away (a context that reaches an undecided event is never in the
+    table). So a change at p moves a row r only if p is within `k` of r and no position between
+    them stayed undecided throughout: a reveal moves about two still-masked rows (the nearest on
+    either side), not all 2k around it. The cached rows are exactly the ones a fresh computation
+    would give (the sampler's output does not change), while the parts of one denoising step and
+    the short redraw passes, which change a few events each, stop paying for the whole window."""
 
     def __init__(self, ngrams: EventNGrams, workload: str, weight: float):
         self.ngrams, self.workload, self.weight = ngrams, workload, float(weight)
@@ -270,15 +273,29 @@ class CachedPrior:
             self.rows = np.zeros((len(codes), self.ngrams.vocab_size), dtype=np.float32)
             self.fresh = np.zeros(len(codes), dtype=bool)
         else:
-            changed = np.flatnonzero(self.codes != codes)
-            if len(changed):
-                stale = np.zeros(len(codes) + 1, dtype=np.int64)
-                np.add.at(stale, np.maximum(changed - self.ngrams.k, 0), 1)
-                np.add.at(stale, np.minimum(changed + self.ngrams.k + 1, len(codes)), -1)
-                self.fresh &= np.cumsum(stale)[:-1] == 0
+            changed = self.codes != codes
+            if changed.any():
+                self.fresh &= ~self._moved(self.codes, codes, changed)
         self.codes = codes.copy()
         todo = positions[~self.fresh[positions]]
         if len(todo):
             self.rows[todo] = self.weight * self.ngrams.log_prior(codes, todo, self.workload)
             self.fresh[todo] = True
         return self.rows[positions]
+
+    def _moved(self, old: np.ndarray, new: np.ndarray, changed: np.ndarray) -> np.ndarray:
+        """Rows whose prior the change from `old` to `new` can move: on either side, the nearest
+        changed position lies within k and no position undecided in both lies between them
+        (a context stops at the first undecided event, so nothing beyond one matters)."""
+        n, k, vocab = len(new), self.ngrams.k, self.ngrams.vocab_size
+        undecided = ((old < 0) | (old >= vocab)) & ((new < 0) | (new >= vocab)) & ~changed
+        idx = np.arange(n)
+        # left: the last change and the last undecided position strictly before each row
+        change_before = np.concatenate(([-1], np.maximum.accumulate(np.where(changed, idx, -1))[:-1]))
+        stop_before = np.concatenate(([-1], np.maximum.accumulate(np.where(undecided, idx, -1))[:-1]))
+        moved = (change_before >= 0) & (idx - change_before <= k) & (stop_before < change_before)
+        # right: the first change and the first undecided position strictly after each row
+        change_after = np.concatenate((np.minimum.accumulate(np.where(changed, idx, n)[::-1])[::-1][1:], [n]))
+        stop_after = np.concatenate((np.minimum.accumulate(np.where(undecided, idx, n)[::-1])[::-1][1:], [n]))
+        moved |= (change_after < n) & (change_after - idx <= k) & (stop_after > change_after)
+        return moved
