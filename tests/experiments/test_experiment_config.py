@@ -12,7 +12,7 @@ from tracesynth.experiments.config import ExperimentConfig, load_config, train_s
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("name", ["default.yaml", "smoke.yaml", "subset.yaml"])
+@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "experiments").glob("*.yaml")))
 def test_shipped_configs_load(name):
     config = load_config(REPO / "experiments" / name)
     assert config.grid.seeds
