@@ -129,13 +129,19 @@ def test_contexts_seen_a_hundred_thousand_times_keep_a_finite_distribution():
     assert used[0] == 16 and np.isclose(q.sum(), 1.0, atol=1e-5) and q[0].argmax() == 1 and q[0, 1] > 0.99
 
 
+def _masked_window(run, start: int, share: float, mask: int, rng) -> np.ndarray:
+    """512 events of a real run from `start`, a `share` of them sent to MASK."""
+    window = run[start:start + 512].copy()
+    window[rng.random(len(window)) < share] = mask
+    return window
+
+
 def test_the_cached_prior_is_exactly_the_prior_after_any_change(pybench):
     encoder, (_, _, run3) = pybench
     ngrams = encoder.ngrams
     mask = ngrams.vocab_size
     rng = np.random.default_rng(2)
-    window = run3[30000:30512].copy()
-    window[rng.random(len(window)) < 0.7] = mask
+    window = _masked_window(run3, 30000, 0.7, mask, rng)
     cached = CachedPrior(ngrams, "pybench", 0.5)
     for _ in range(6):
         positions = np.flatnonzero(window == mask)
@@ -154,10 +160,9 @@ def test_the_cached_prior_is_exactly_the_prior_after_any_change(pybench):
 def test_the_cached_prior_recomputes_only_the_rows_a_reveal_can_move(pybench):
     encoder, (_, _, run3) = pybench
     ngrams = encoder.ngrams
-    mask = ngrams.vocab_size
     rng = np.random.default_rng(4)
-    window = run3[10000:10512].copy()
-    window[rng.random(len(window)) < 0.5] = mask
+    window = _masked_window(run3, 10000, 0.5, ngrams.vocab_size, rng)
+    mask = ngrams.vocab_size
     cached = CachedPrior(ngrams, "pybench", 1.0)
     asked = []
     real_log_prior = ngrams.log_prior
