@@ -42,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ngram-rounds", type=int, default=None,
                         help="with --corrector ngram: parts a step (default: the sampler's)")
     args = parser.parse_args(argv)
+    if args.ngram_rounds is not None and args.ngram_rounds < 1:
+        parser.error(f"--ngram-rounds must be >= 1, got {args.ngram_rounds}")
 
     from tracesynth.constraints import check
     from tracesynth.encoding.serial import overlaps
@@ -79,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         gen.copy_rounds, gen.support_rounds, gen.guide_rounds = COPY_ROUNDS, SUPPORT_ROUNDS, GUIDE_ROUNDS
         gen.ngram_weight = NGRAM_WEIGHT
-        gen.ngram_rounds = args.ngram_rounds or NGRAM_ROUNDS
+        gen.ngram_rounds = NGRAM_ROUNDS if args.ngram_rounds is None else args.ngram_rounds
         serial = gen.serial_syscalls(workload)
         times: dict[float, list[float]] = {0: [], default: []}
         effect: dict[float, str] = {}
