@@ -14,7 +14,11 @@ rounds, in alternating order, and print events/s, the ratio, and what the pass c
   as for the support corrector.
 
     .venv/bin/python benchmarks/bench_support.py --models out/light4096-3000-support/models \\
-        [--corrector support|copy|guide|ngram] [--workloads gzip,stream] [--events 32768] [--repeats 2]
+        [--corrector support|copy|guide|ngram] [--workloads gzip,stream] [--events 32768] [--repeats 2] \\
+        [--levels 1,4]
+
+`--levels A,B,...` compares those settings of the pass (rounds, or the prior's weight) instead of
+off against the default; the ratio is each one's time over the first one's.
 
 Models must carry their tables (`support.safetensors`, and `copies.safetensors` for the copy
 guard: every model trained since they exist; older ones: see benchmarks/results/
@@ -41,9 +45,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corrector", choices=("support", "copy", "guide", "ngram"), default="support")
     parser.add_argument("--ngram-rounds", type=int, default=None,
                         help="with --corrector ngram: parts a step (default: the sampler's)")
+    parser.add_argument("--levels", default=None,
+                        help="comma-separated settings to compare, the first as the baseline (default: off, then the default)")
     args = parser.parse_args(argv)
     if args.ngram_rounds is not None and args.ngram_rounds < 1:
         parser.error(f"--ngram-rounds must be >= 1, got {args.ngram_rounds}")
+    levels = None
+    if args.levels is not None:
+        try:
+            levels = [float(v) if args.corrector == "ngram" else int(v) for v in args.levels.split(",")]
+        except ValueError:
+            parser.error(f"--levels takes comma-separated {'numbers' if args.corrector == 'ngram' else 'integers'}, got {args.levels!r}")
+        if len(levels) < 2 or len(set(levels)) != len(levels) or min(levels) < 0:
+            parser.error(f"--levels needs two or more distinct non-negative settings, got {args.levels!r}")
 
     from tracesynth.constraints import check
     from tracesynth.encoding.serial import overlaps
@@ -68,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         "guide": ("guide_rounds", GUIDE_ROUNDS, "rule breaks per 1k before repair"),
         "ngram": ("ngram_weight", NGRAM_WEIGHT or 1.0, "unseen 8-grams"),
     }[args.corrector]
-    print(f"{'workload':10s} {'weight' if args.corrector == 'ngram' else 'rounds':>6s} {'events/s':>10s} {measured:>32s}   ratio (on/off time)")
+    levels = levels or [0, default]
+    print(f"{'workload':10s} {'weight' if args.corrector == 'ngram' else 'rounds':>6s} {'events/s':>10s} {measured:>32s}   ratio (time / the first row's)")
     for d in dirs:
         workload = d.name.split("__")[1]
         gen = TraceSynth.load(d, device="cpu")
@@ -83,10 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         gen.ngram_weight = NGRAM_WEIGHT
         gen.ngram_rounds = NGRAM_ROUNDS if args.ngram_rounds is None else args.ngram_rounds
         serial = gen.serial_syscalls(workload)
-        times: dict[float, list[float]] = {0: [], default: []}
+        times: dict[float, list[float]] = {level: [] for level in levels}
         effect: dict[float, str] = {}
         for _ in range(args.repeats):
-            for rounds in (0, default):
+            for rounds in levels:
                 setattr(gen, setting, rounds)
                 start = time.perf_counter()
                 if guide:  # what the sampler leaves, before repair
@@ -104,10 +119,11 @@ def main(argv: list[str] | None = None) -> int:
                     effect[rounds] = f"{copies.copy_share(codes, workload):.2%} ({copies.copy_share(first, workload):.2%})"
                 else:
                     effect[rounds] = f"{support.novel_share(codes, workload):.2%}"
-        for rounds in (0, default):
+        for rounds in levels:
             rate = args.events / statistics.median(times[rounds])
             print(f"{workload:10s} {rounds:6g} {rate:10,.0f} {effect[rounds]:>32s}")
-        ratio = statistics.median(times[default]) / statistics.median(times[0])
+        ratio = " / ".join(f"{statistics.median(times[level]) / statistics.median(times[levels[0]]):.2f}x"
+                           for level in levels[1:])
         if guide:
             note = f"; {len(serial)} serial syscalls" if serial else ""
         elif copy:
@@ -116,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             note = f"; a training run's own unseen share {support.natural.get(workload, 0.0):.2%}"
             note += "" if support.applies(workload) else "  (open grammar: corrector off)"
-        print(f"{'':10s} {'':6s} {'':10s} {'':32s}   {ratio:.2f}x time{note}")
+        print(f"{'':10s} {'':6s} {'':10s} {'':32s}   {ratio} time{note}")
     return 0
 
 
