@@ -128,7 +128,7 @@ def generate(
                                          "the model's, 4)."),
     guide_rounds: int = typer.Option(None, "--guide-rounds",
                                      help="Guided: rounds of redrawing, after each window's last step, the "
-                                          "events that still break a rule (0 = off; default: the model's, 4)."),
+                                          "events that still break a rule (0 = off; default: the model's, 1)."),
     serial_guide: bool = typer.Option(None, "--serial-guide/--no-serial-guide",
                                       help="Guided, light models on multi-threaded workloads: hold the "
                                            "syscalls the training runs make one at a time to that "
