@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.ngram_rounds is not None and args.ngram_rounds < 1:
         parser.error(f"--ngram-rounds must be >= 1, got {args.ngram_rounds}")
-    levels = None
+    levels = None  # None: off, then the pass's default (known once the defaults are imported)
     if args.levels is not None:
         try:
             levels = [float(v) if args.corrector == "ngram" else int(v) for v in args.levels.split(",")]
@@ -101,27 +101,27 @@ def main(argv: list[str] | None = None) -> int:
         times: dict[float, list[float]] = {level: [] for level in levels}
         effect: dict[float, str] = {}
         for _ in range(args.repeats):
-            for rounds in levels:
-                setattr(gen, setting, rounds)
+            for level in levels:
+                setattr(gen, setting, level)
                 start = time.perf_counter()
                 if guide:  # what the sampler leaves, before repair
                     trace = gen.draw(args.events, workload, args.seed, constraints="guided")[0]
                 else:
                     trace = gen.generate(args.events, workload, args.seed, constraints="guided")
-                times[rounds].append(time.perf_counter() - start)
+                times[level].append(time.perf_counter() - start)
                 codes = gen.encoder_.encode(trace)["event"]
                 if guide:
                     broken = (overlaps(trace.events.column("event").to_numpy(zero_copy_only=False), serial)[0]
                               if serial else sum(r.count for r in check(trace).rules))
-                    effect[rounds] = f"{1000 * broken / len(trace):.1f}"
+                    effect[level] = f"{1000 * broken / len(trace):.1f}"
                 elif copy:
                     first = codes[:gen.model_.config.context]
-                    effect[rounds] = f"{copies.copy_share(codes, workload):.2%} ({copies.copy_share(first, workload):.2%})"
+                    effect[level] = f"{copies.copy_share(codes, workload):.2%} ({copies.copy_share(first, workload):.2%})"
                 else:
-                    effect[rounds] = f"{support.novel_share(codes, workload):.2%}"
-        for rounds in levels:
-            rate = args.events / statistics.median(times[rounds])
-            print(f"{workload:10s} {rounds:6g} {rate:10,.0f} {effect[rounds]:>32s}")
+                    effect[level] = f"{support.novel_share(codes, workload):.2%}"
+        for level in levels:
+            rate = args.events / statistics.median(times[level])
+            print(f"{workload:10s} {level:6g} {rate:10,.0f} {effect[level]:>32s}")
         ratio = " / ".join(f"{statistics.median(times[level]) / statistics.median(times[levels[0]]):.2f}x"
                            for level in levels[1:])
         if guide:
