@@ -3,15 +3,20 @@ PY := .venv/bin/python
 SHARED_CTF ?= ../shared/data/ctf
 OUT ?= out/demo
 
-.PHONY: install demo test dataset bench clean
+.PHONY: install peers demo test dataset bench clean
 
 install:
 	@bash scripts/bootstrap.sh
 
+# The optional peer generators (SDV's PAR, gretel-synthetics' DGAN) for `tracesynth experiment`;
+# `make test` installs them so their adapters are tested.
+peers: install
+	@bash scripts/install_peers.sh
+
 demo: install
 	@PYTHONUNBUFFERED=1 bash scripts/demo.sh "$(OUT)"
 
-test: install
+test: install peers
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 dataset: install

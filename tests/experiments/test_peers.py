@@ -37,3 +37,20 @@ def test_ar_peer_rejects_a_bad_start_rate(stream_runs):
 
     with pytest.raises(ConfigError, match="start_rate"):
         make_peer("ar", {"context": 64, "size": "tiny", "train_steps": 1, "start_rate": 1.5}, 0).fit(stream_runs)
+
+
+@pytest.mark.parametrize("name, library", [("par", "sdv"), ("dgan", "gretel_synthetics.timeseries_dgan.dgan")])
+def test_sequence_peers_train_and_sample_deterministically(stream_runs, name, library):
+    # the optional peers (scripts/install_peers.sh, run by `make test`): real library, tiny budget
+    pytest.importorskip(library)
+    params = {"window": 32, "max_windows": 40, "epochs": 2}
+    trace = make_peer(name, params, random_state=0).fit(stream_runs).sample(300, workload="stream", seed=1)
+    events = trace.column("event").to_pylist()
+    assert len(events) == 300
+    known = {e for t in stream_runs for e in t.column("event").to_pylist()}
+    assert set(events) <= known
+    ts = trace.column("ts").to_pylist()
+    assert all(b >= a for a, b in zip(ts, ts[1:]))
+    again = make_peer(name, params, random_state=0).fit(stream_runs).sample(300, workload="stream", seed=1)
+    assert again.column("event").to_pylist() == events
+    assert again.column("ts").to_pylist() == ts
