@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 from conftest import ctf_trace
 from evaluation.constructed import build, chain_trace
@@ -9,8 +10,10 @@ from evaluation.constructed import build, chain_trace
 from tracesynth.errors import ConfigError
 from tracesynth.evaluation.runner import evaluate
 from tracesynth.generators.markov import Markov
+from tracesynth.schema import Trace
 
-HEADLINE_KEYS = {"tstr", "trtr", "tstr_trtr_ratio", "discriminative", "discriminative_real_floor", "copy_rate",
+HEADLINE_KEYS = {"tstr", "trtr", "tstr_trtr_ratio", "discriminative", "discriminative_real_floor",
+                 "discriminative_events", "discriminative_events_real_floor", "copy_rate",
                  "copy_rate_holdout", "privacy_flagged", "event_jsd", "event_jsd_real_floor"}
 
 
@@ -89,6 +92,19 @@ def test_real_trace_split_in_time_halves():
     assert 0 < head["tstr"]["next_event_ngram"] <= 1 and 0 < head["trtr"]["next_event_ngram"] <= 1
     assert head["discriminative"]["512"] is not None and head["discriminative_real_floor"]["512"] is not None
     assert not head["privacy_flagged"]
+    # a Markov trace has threads and CPUs, so its main score reads them; the event-types-only
+    # score is exactly what the same events score without those columns (what a light trace gets)
+    disc = report["workloads"]["bug446190"]["long_range"]["discriminative"]
+    assert disc["channels"] == ["tid", "cpu"] and set(disc["events_only"]) == {"synthetic_vs_real", "real_vs_real"}
+    blind_table = synthetic.events.set_column(synthetic.events.schema.get_field_index("tid"), "tid",
+                                              pa.nulls(len(synthetic), pa.int64()))
+    blind_table = blind_table.set_column(blind_table.schema.get_field_index("cpu"), "cpu",
+                                         pa.nulls(len(synthetic), pa.int64()))
+    blind = evaluate([train], [test], [Trace(blind_table, synthetic.meta)], seeds=1, quick=True)
+    blind_head = blind["workloads"]["bug446190"]["headline"]
+    assert blind["workloads"]["bug446190"]["long_range"]["discriminative"]["channels"] == []
+    assert head["discriminative_events"] == blind_head["discriminative"] == blind_head["discriminative_events"]
+    assert head["discriminative_events_real_floor"] == blind_head["discriminative_real_floor"]
 
 
 def test_same_seeds_same_report():

@@ -158,6 +158,7 @@ def headline_rows(report: dict) -> list[list]:
             h["discriminative"].get("512"), h["discriminative_real_floor"].get("512"),
             h["discriminative"].get("2048"), h["discriminative_real_floor"].get("2048"),
             h["discriminative_timed"].get("512"), h["discriminative_timed_real_floor"].get("512"),
+            h.get("discriminative_events", {}).get("512"), h.get("discriminative_events_real_floor", {}).get("512"),
             h["copy_rate"].get("256"), h["copy_rate_holdout"].get("256"),
             h["privacy_flagged"],
             h.get("unseen_8gram_share"), h.get("unseen_8gram_share_holdout"),
@@ -169,7 +170,8 @@ HEADLINE_HEADER = ["workload", "TSTR/TRTR next-event n-gram", "TSTR/TRTR next-ev
                    "TSTR/TRTR syscall latency n-gram", "next-event n-gram TSTR accuracy", "  TRTR accuracy",
                    "next-event n-gram TSTR weighted-F1", "  TRTR weighted-F1", "discriminative 512", "  real floor 512",
                    "discriminative 2048", "  real floor 2048", "discriminative+timing 512",
-                   "  real floor (timing) 512", "copy share k=256", "  holdout k=256",
+                   "  real floor (timing) 512", "discriminative 512, event types only",
+                   "  real floor (event types) 512", "copy share k=256", "  holdout k=256",
                    "copies more than holdout", "8-grams unseen in training", "  holdout 8-grams unseen"]
 
 _STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px}

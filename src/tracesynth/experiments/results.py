@@ -24,7 +24,8 @@ from tracesynth.fileio import atomic_path
 KEY_COLUMNS = ["generator", "workload", "channels", "context", "constraints", "seed"]
 METRIC_COLUMNS = [
     "tstr", "trtr", "tstr_trtr", "tstr_latency", "trtr_latency", "disc_512", "disc_2048", "disc_floor_512",
-    "disc_floor_2048", "violations_per_1k", "violations_per_1k_real", "rules_checked", "serial_breaks_per_1k",
+    "disc_floor_2048", "disc_events_512", "disc_events_2048", "disc_events_floor_512", "disc_events_floor_2048",
+    "violations_per_1k", "violations_per_1k_real", "rules_checked", "serial_breaks_per_1k",
     "serial_breaks_per_1k_real", "edits_per_1k", "copy_rate_256",
     "copy_rate_256_holdout", "privacy_flagged", "event_jsd", "event_jsd_floor", "train_seconds", "sample_seconds",
     "gen_events_per_s", "eval_seconds", "events_train", "events_test", "events_synthetic", "train_steps", "params",
@@ -190,7 +191,9 @@ def render_markdown(frame: pd.DataFrame, run: dict | None = None, plots: list | 
     out += ["", f"Values are mean ± 95% CI half-width over {over} (no ± when only one seed finished). "
             "TSTR = next-event macro-F1 of the fixed predictor trained on synthetic, tested on the real held-out run; "
             "TRTR = the same trained on the real training runs. disc = real-vs-synthetic window classifier accuracy "
-            "(0.5 = indistinguishable; floor = real run vs real run). Column definitions: docs/experiments.md.", ""]
+            "(0.5 = indistinguishable; floor = real run vs real run), on the thread/CPU columns too where both sides "
+            "have them; \"event types\" = on event types alone, the score every generator shares. "
+            "Column definitions: docs/experiments.md.", ""]
     out += _findings(ts, ok)
     out += _peers_section(ok, frame)
     out += _tracesynth_tables(ts)
@@ -341,19 +344,20 @@ def _peers_section(ok: pd.DataFrame, frame: pd.DataFrame) -> list[str]:
         parts.append((f"tracesynth ({channels}, {context}, {mode})", sel))
     for peer in peers:
         parts.append((peer, ok[ok["generator"] == peer]))
-    header = ["workload", "generator", "TSTR", "TSTR/TRTR", "disc 512", "disc 2048", "violations/1k",
-              "copy 256 (holdout)", "train s", "gen events/s"]
+    header = ["workload", "generator", "TSTR", "TSTR/TRTR", "disc 512", "disc 2048", "disc 512, event types (floor)",
+              "violations/1k", "copy 256 (holdout)", "train s", "gen events/s"]
     rows = []
     for workload in sorted(set(frame["workload"])):
         for name, part in parts:
             p = part[part["workload"] == workload]
             failed = frame[(frame["generator"] == name) & (frame["workload"] == workload) & (frame["status"] == "error")]
             if p.empty and not failed.empty:
-                rows.append([workload, name, f"failed: {failed['error'].iloc[0]}", "", "", "", "", "", "", ""])
+                rows.append([workload, name, f"failed: {failed['error'].iloc[0]}", *[""] * (len(header) - 3)])
                 continue
             if p.empty:
                 continue
             rows.append([workload, name, fmt(p["tstr"]), fmt(p["tstr_trtr"]), fmt(p["disc_512"]), fmt(p["disc_2048"]),
+                         f"{fmt(p['disc_events_512'])} ({fmt(p['disc_events_floor_512'])})",
                          fmt(p["violations_per_1k"], 1),
                          f"{fmt(p['copy_rate_256'])} ({fmt(p['copy_rate_256_holdout'])})",
                          fmt(p["train_seconds"], 1), fmt(p["gen_events_per_s"], 0)])
@@ -362,13 +366,15 @@ def _peers_section(ok: pd.DataFrame, frame: pd.DataFrame) -> list[str]:
     for name, part in parts:
         if part.empty:
             continue
-        per_w = part.groupby("workload")[["tstr", "tstr_trtr", "disc_512", "disc_2048", "train_seconds",
-                                          "gen_events_per_s"]].mean()
+        per_w = part.groupby("workload")[["tstr", "tstr_trtr", "disc_512", "disc_2048", "disc_events_512",
+                                          "train_seconds", "gen_events_per_s"]].mean()
         rows.append([name, _fmt_num(per_w["tstr"].mean()), _fmt_num(per_w["tstr_trtr"].mean()),
                      _fmt_num(per_w["disc_512"].mean()), _fmt_num(per_w["disc_2048"].mean()),
+                     _fmt_num(per_w["disc_events_512"].mean()),
                      _fmt_num(per_w["train_seconds"].mean(), 1), _fmt_num(per_w["gen_events_per_s"].mean(), 0)])
     out += ["Average over workloads:", "",
-            _table(["generator", "TSTR", "TSTR/TRTR", "disc 512", "disc 2048", "train s", "gen events/s"], rows), ""]
+            _table(["generator", "TSTR", "TSTR/TRTR", "disc 512", "disc 2048", "disc 512, event types", "train s",
+                    "gen events/s"], rows), ""]
     return out
 
 

@@ -180,6 +180,12 @@ def cell_metrics(report: dict, workload: str, predictor: str) -> dict:
         "disc_2048": _get(head, "discriminative", "2048"),
         "disc_floor_512": _get(head, "discriminative_real_floor", "512"),
         "disc_floor_2048": _get(head, "discriminative_real_floor", "2048"),
+        # the same classifier on event types alone: what a light trace is scored on, and the one
+        # score every generator shares (disc_* reads the thread/CPU columns too where both have them)
+        "disc_events_512": _get(head, "discriminative_events", "512"),
+        "disc_events_2048": _get(head, "discriminative_events", "2048"),
+        "disc_events_floor_512": _get(head, "discriminative_events_real_floor", "512"),
+        "disc_events_floor_2048": _get(head, "discriminative_events_real_floor", "2048"),
         "violations_per_1k": syn_valid.get("total") if syn_valid.get("available") else None,
         "violations_per_1k_real": real_valid.get("total") if real_valid.get("available") else None,
         # rules that applied to the synthetic trace (a light trace has no tid/cpu/ret to check)
