@@ -6,7 +6,10 @@ import numpy as np
 from evaluation.constructed import build
 
 from tracesynth import Trace
-from tracesynth.evaluation.windows import UNKNOWN, Vocabulary, encode, kgram_hashes, syscall_pairs
+import pytest
+
+from tracesynth.evaluation.windows import (UNKNOWN, Vocabulary, encode, in_sorted, kgram_hashes, require_sorted,
+                                         syscall_pairs)
 
 
 def test_unknown_synthetic_events_map_to_the_unknown_class():
@@ -40,3 +43,16 @@ def test_syscall_pairs_match_entry_and_exit_on_the_same_thread():
     enc = encode(trace, vocab)
     entries, durations = syscall_pairs(enc.tokens, enc.tid, enc.cpu, enc.ts, vocab)
     assert {int(e): int(d) for e, d in zip(entries, durations)} == {0: 900, 1: 150}
+
+
+def test_in_sorted_is_isin_for_a_sorted_table():
+    rng = np.random.default_rng(0)
+    table = np.sort(rng.integers(0, 2**63, 5000, dtype=np.uint64).repeat(2))  # duplicates allowed
+    values = np.concatenate([table[rng.integers(0, len(table), 300)],
+                             rng.integers(0, 2**63, 300, dtype=np.uint64), table[:1], table[-1:]])
+    assert np.array_equal(in_sorted(values, table), np.isin(values, table))
+    assert in_sorted(values, table[:0]).tolist() == [False] * len(values)
+    assert in_sorted(values[:0], table).dtype == bool and len(in_sorted(values[:0], table)) == 0
+    assert require_sorted(table, "t") is table
+    with pytest.raises(ValueError, match="spans/tar is not sorted"):
+        require_sorted(table[::-1], "spans/tar")

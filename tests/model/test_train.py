@@ -73,6 +73,23 @@ def test_checkpoint_is_safetensors_and_json_and_round_trips(tmp_path):
         assert torch.equal(model.eval().hidden(codes, t, w), loaded.hidden(codes, t, w))
 
 
+def test_a_damaged_hash_table_is_refused_naming_the_file(tmp_path):
+    from safetensors.numpy import load_file as load_arrays
+    from safetensors.numpy import save_file as save_arrays
+
+    from tracesynth.errors import ConfigError
+
+    mc, tc = _cfgs(2)
+    train([periodic_trace()], tmp_path / "m", channels="light", model_config=mc, train_config=tc)
+    path = tmp_path / "m" / "copies.safetensors"
+    arrays = load_arrays(str(path))
+    key = next(k for k, v in arrays.items() if k.startswith("spans/") and len(v) > 1)
+    arrays[key] = arrays[key][::-1].copy()  # the sampler binary-searches these: order matters
+    save_arrays(arrays, str(path))
+    with pytest.raises(ConfigError, match=f"copies.safetensors: {key} is not sorted"):
+        load_model(tmp_path / "m")
+
+
 class _Killed(Exception):
     pass
 

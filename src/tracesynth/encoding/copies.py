@@ -32,7 +32,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from tracesynth.encoding.support import held_out_grams
-from tracesynth.evaluation.windows import kgram_hashes
+from tracesynth.evaluation.windows import in_sorted, kgram_hashes, require_sorted
 
 SPAN = 256  # events per copied span: the evaluation's copy share and privacy flag (FLAG_KS)
 BRANCH = 8  # a branch point is judged on the 7 events before it (the support corrector's order)
@@ -93,7 +93,7 @@ class SpanTable:
 
     def copied(self, codes: np.ndarray, workload: str) -> np.ndarray:
         """bool per span start: codes[i:i+span] occurs in a training trace of `workload`."""
-        return np.isin(kgram_hashes(np.asarray(codes), self.span), self.spans.get(workload, _EMPTY))
+        return in_sorted(kgram_hashes(np.asarray(codes), self.span), self.spans.get(workload, _EMPTY))
 
     def branch_points(self, codes: np.ndarray, workload: str) -> np.ndarray:
         """bool per event: the branch-1 events before it are followed by more than one event
@@ -102,7 +102,7 @@ class SpanTable:
         out = np.zeros(len(codes), dtype=bool)
         lead = self.branch - 1
         if len(codes) > lead:
-            out[lead:] = np.isin(kgram_hashes(codes[:-1], lead), self.contexts.get(workload, _EMPTY))
+            out[lead:] = in_sorted(kgram_hashes(codes[:-1], lead), self.contexts.get(workload, _EMPTY))
         return out
 
     def followers(self, context: np.ndarray, workload: str) -> tuple[np.ndarray, np.ndarray]:
@@ -134,7 +134,7 @@ class SpanTable:
         def table(prefix: str, hashes: bool = True) -> dict[str, np.ndarray]:
             out = {key.split("/", 1)[1]: np.ascontiguousarray(v, dtype=np.int64)
                    for key, v in arrays.items() if key.startswith(prefix)}
-            return {w: v.view(np.uint64) for w, v in out.items()} if hashes else out
+            return {w: require_sorted(v.view(np.uint64), prefix + w) for w, v in out.items()} if hashes else out
         span, branch = (int(v) for v in arrays["orders"])
         natural = {key.split("/", 1)[1]: float(v[0]) for key, v in arrays.items() if key.startswith("natural/")}
         return cls(span, branch, table("spans/"), table("contexts/"), table("nexts/", hashes=False),

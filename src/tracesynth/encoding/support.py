@@ -10,7 +10,7 @@ sampler uses this table after its reverse steps to find the events inside unseen
 draw them again (`sampling.sampler`, "support corrector").
 
 Stored as sorted 64-bit hashes of the k-grams of event codes (one array per workload), so
-membership is one `np.isin` and the table is small (206-5,126 distinct 8-grams, at most 41 KB,
+membership is one binary search per gram and the table is small (206-5,126 distinct 8-grams, at most 41 KB,
 on the bundled workloads).
 The hashes are of event types only (no timestamps, threads or arguments) and are kept with the
 model in `support.safetensors` (safetensors, never pickle).
@@ -22,7 +22,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from tracesynth.evaluation.windows import kgram_hashes
+from tracesynth.evaluation.windows import in_sorted, kgram_hashes, require_sorted
 
 K = 8  # events per gram: the order at which real runs have (almost) no unseen grams
 # Above this many distinct k-grams per training event a workload's grammar is open (processes
@@ -94,7 +94,7 @@ class EventSupport:
 
     def novel(self, codes: np.ndarray, workload: str) -> np.ndarray:
         """bool per k-gram start: the gram codes[i:i+k] was not seen for `workload`."""
-        return ~np.isin(gram_hashes(codes, self.k), self.grams.get(workload, np.zeros(0, np.uint64)))
+        return ~in_sorted(gram_hashes(codes, self.k), self.grams.get(workload, np.zeros(0, np.uint64)))
 
     def cover(self, codes: np.ndarray, workload: str) -> np.ndarray:
         """bool per event: it lies inside at least one unseen k-gram."""
@@ -131,7 +131,7 @@ class EventSupport:
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> EventSupport:
-        grams = {key.split("/", 1)[1]: np.ascontiguousarray(v, dtype=np.int64).view(np.uint64)
+        grams = {key.split("/", 1)[1]: require_sorted(np.ascontiguousarray(v, dtype=np.int64).view(np.uint64), key)
                  for key, v in arrays.items() if key.startswith("grams/")}
         natural = {key.split("/", 1)[1]: float(v[0]) for key, v in arrays.items() if key.startswith("natural/")}
         positions = {key.split("/", 1)[1]: int(v[0]) for key, v in arrays.items() if key.startswith("positions/")}

@@ -82,12 +82,15 @@ def load_model(directory: str | Path, device: str | torch.device = "cpu"
     model.load_state_dict(load_file(str(directory / "model.safetensors")))
     model.to(device).eval()
     encoder = TraceEncoder.from_json((directory / "encoder.json").read_text())
-    if (directory / "support.safetensors").exists():
-        encoder.support = EventSupport.from_arrays(load_arrays(str(directory / "support.safetensors")))
-    if (directory / "copies.safetensors").exists():
-        encoder.copies = SpanTable.from_arrays(load_arrays(str(directory / "copies.safetensors")))
-    if (directory / "ngrams.safetensors").exists():
-        encoder.ngrams = EventNGrams.from_arrays(load_arrays(str(directory / "ngrams.safetensors")))
+    for name, attribute, table in (("support.safetensors", "support", EventSupport),
+                                   ("copies.safetensors", "copies", SpanTable),
+                                   ("ngrams.safetensors", "ngrams", EventNGrams)):
+        path = directory / name
+        if path.exists():
+            try:
+                setattr(encoder, attribute, table.from_arrays(load_arrays(str(path))))
+            except ValueError as exc:
+                raise ConfigError(f"{path}: {exc}") from None
     train = TrainConfig.from_dict(config["train"]) if config.get("train") else None
     state_path = directory / "state.json"
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
