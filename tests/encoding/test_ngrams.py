@@ -151,6 +151,17 @@ def test_the_cached_prior_is_exactly_the_prior_after_any_change(pybench):
         window[reveal] = run3[30000 + reveal]
         window[rng.choice(len(window), size=5, replace=False)] = mask
         window[400:] = np.roll(window[400:], 1)
+    # versions: a row's version moves exactly when the row is recomputed
+    positions = np.flatnonzero(window == mask)
+    before = cached.refresh(window, positions).copy()
+    assert np.array_equal(cached.refresh(window, positions), before)  # nothing changed: nothing moves
+    p = positions[len(positions) // 2]
+    window[p] = run3[30000 + p]
+    later = positions[positions != p]
+    after = cached.refresh(window, later)
+    moved = after != before[positions != p]
+    assert 1 <= moved.sum() <= 2 * ngrams.k and np.abs(later[moved] - p).max() <= ngrams.k
+    assert np.array_equal(cached.rows[later], 0.5 * ngrams.log_prior(window, later, "pybench"))
     other = run3[:300].copy()  # another window length starts afresh
     other[::2] = mask
     assert np.array_equal(cached(other, np.arange(0, 300, 2)),

@@ -422,3 +422,23 @@ def test_later_parts_redraw_only_the_rows_whose_prior_moved(full_model):
                           event_prior=fixed, prior_rounds=4)
     assert all((one[ch] == parts[ch]).all() for ch in one)
     assert len(asked) > 3  # the later parts did ask the prior (and found nothing had moved)
+
+
+def test_a_cached_prior_draws_exactly_what_the_same_prior_as_a_plain_callable_draws(full_model):
+    # CachedPrior tells the sampler which rows it recomputed (versions), so later parts compare
+    # only those; any other callable has every row compared. The windows must be identical.
+    from tracesynth.encoding.ngrams import CachedPrior
+
+    model, encoder, real = full_model
+    codes, _ = _window(encoder, real)
+    known_mask = {ch: np.arange(64) < 8 for ch in codes}
+    cached = CachedPrior(encoder.ngrams, "bug", 1.0)
+    plain = CachedPrior(encoder.ngrams, "bug", 1.0)
+    refreshes = []
+    real_refresh = cached.refresh
+    cached.refresh = lambda *a: refreshes.append(1) or real_refresh(*a)
+    fast = sample_window(model, codes, known_mask, 0, steps=3, generator=torch.Generator().manual_seed(7),
+                         event_prior=cached, prior_rounds=8)
+    slow = sample_window(model, codes, known_mask, 0, steps=3, generator=torch.Generator().manual_seed(7),
+                         event_prior=lambda w, p: plain(w, p), prior_rounds=8)
+    assert refreshes and all((fast[ch] == slow[ch]).all() for ch in fast)

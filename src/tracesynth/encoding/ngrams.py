@@ -265,13 +265,25 @@ class CachedPrior:
         self.codes: np.ndarray | None = None
         self.rows: np.ndarray | None = None   # [window, vocab] float32, valid where `fresh`
         self.fresh: np.ndarray | None = None
+        self.version: np.ndarray | None = None  # per row: how often it was recomputed
 
     def __call__(self, codes: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        positions = np.asarray(positions, dtype=np.int64)
+        self.refresh(codes, positions)
+        return self.rows[positions]
+
+    def refresh(self, codes: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """Bring the rows at `positions` up to date for `codes` (what `__call__` returns then
+        sits in `self.rows`) and return their versions: a row's version changes whenever it is
+        recomputed, so a caller that kept an older version knows which rows to look at again
+        without reading every row (the sampler, which asks about thousands of rows a part)."""
         codes = np.asarray(codes, dtype=np.int64)
         positions = np.asarray(positions, dtype=np.int64)
         if self.codes is None or len(self.codes) != len(codes):
             self.rows = np.zeros((len(codes), self.ngrams.vocab_size), dtype=np.float32)
             self.fresh = np.zeros(len(codes), dtype=bool)
+            self.version = np.zeros(len(codes), dtype=np.int64) if self.version is None else \
+                np.full(len(codes), int(self.version.max(initial=0)) + 1, dtype=np.int64)
         else:
             changed = self.codes != codes
             if changed.any():
@@ -281,7 +293,8 @@ class CachedPrior:
         if len(todo):
             self.rows[todo] = self.weight * self.ngrams.log_prior(codes, todo, self.workload)
             self.fresh[todo] = True
-        return self.rows[positions]
+            self.version[todo] += 1
+        return self.version[positions]
 
     def _moved(self, old: np.ndarray, new: np.ndarray, changed: np.ndarray) -> np.ndarray:
         """Rows whose prior the change from `old` to `new` can move: on either side, the nearest

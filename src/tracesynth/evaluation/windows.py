@@ -102,12 +102,8 @@ class KGramHasher:
 
     def __init__(self, tokens: np.ndarray):
         n = len(tokens)
+        powers, self.inv_powers = _powers(n + 1)
         with np.errstate(over="ignore"):
-            powers = np.cumprod(np.full(n + 1, _HASH_BASE, dtype=np.uint64))
-            powers = np.concatenate([np.ones(1, np.uint64), powers[:-1]])
-            inverse = _inverse_mod_2_64(int(_HASH_BASE))
-            inv_powers = np.cumprod(np.full(n + 1, np.uint64(inverse), dtype=np.uint64))
-            self.inv_powers = np.concatenate([np.ones(1, np.uint64), inv_powers[:-1]])
             values = np.asarray(tokens).astype(np.uint64) + np.uint64(1)
             self.prefix = np.concatenate([np.zeros(1, np.uint64), np.cumsum(values * powers[:n], dtype=np.uint64)])
 
@@ -115,6 +111,23 @@ class KGramHasher:
         """Hashes of the k-grams beginning at `starts` (each start + k <= len(tokens))."""
         with np.errstate(over="ignore"):
             return (self.prefix[starts + k] - self.prefix[starts]) * self.inv_powers[starts]
+
+
+_POWERS: tuple[np.ndarray, np.ndarray] = (np.ones(1, np.uint64), np.ones(1, np.uint64))
+
+
+def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(B^i, B^-i) for i < n, modulo 2**64: the same for every sequence, so kept and grown, not
+    recomputed per hasher (the sampler builds one per prior call, thousands per trace)."""
+    global _POWERS
+    if len(_POWERS[0]) < n:
+        size = max(n, 2 * len(_POWERS[0]))
+        with np.errstate(over="ignore"):
+            powers = np.cumprod(np.full(size, _HASH_BASE, dtype=np.uint64))
+            inv = np.cumprod(np.full(size, np.uint64(_inverse_mod_2_64(int(_HASH_BASE))), dtype=np.uint64))
+        _POWERS = (np.concatenate([np.ones(1, np.uint64), powers[:-1]]),
+                   np.concatenate([np.ones(1, np.uint64), inv[:-1]]))
+    return _POWERS[0][:n], _POWERS[1][:n]
 
 
 def _inverse_mod_2_64(value: int) -> int:

@@ -270,15 +270,25 @@ def sample_window(
                 continue
             with_prior = ch == "event" and event_prior is not None
             prior = None
-            if with_prior:
+            if with_prior and versioned:
+                # Only rows recomputed since this step's last look can have moved: compare those.
+                rows, positions = still.cpu().numpy(), cand.idx[still].cpu().numpy()
+                version = event_prior.refresh(x["event"][0].cpu().numpy(), positions)
+                if cand.tokens is None:
+                    moved = np.arange(len(rows))
+                else:
+                    stale = np.flatnonzero(version != cand.version[rows])
+                    moved = stale[(event_prior.rows[positions[stale]] != cand.prior[rows[stale]]).any(1)]
+                cand.remember(rows, version)
+                redo, prior = still[torch.as_tensor(moved, device=device)], event_prior.rows[positions[moved]]
+            elif with_prior:  # any callable: compare every row with what this step last saw
                 prior = event_prior(x["event"][0].cpu().numpy(), cand.idx[still].cpu().numpy())
-            if cand.tokens is None:
                 redo = still
-            elif with_prior:
-                moved = np.flatnonzero((prior != cand.prior[still.cpu().numpy()]).any(1))
-                redo, prior = still[torch.as_tensor(moved, device=device)], prior[moved]
+                if cand.tokens is not None:
+                    moved = np.flatnonzero((prior != cand.prior[still.cpu().numpy()]).any(1))
+                    redo, prior = still[torch.as_tensor(moved, device=device)], prior[moved]
             else:
-                redo = still[:0]
+                redo = still if cand.tokens is None else still[:0]
             if len(redo):
                 logits = cand.logits[redo]
                 if with_prior:
@@ -304,6 +314,8 @@ def sample_window(
             drawn = kept
         for ch, idx, tokens, _ in drawn:
             x[ch][0, idx] = tokens.to(x[ch].dtype)
+
+    versioned = callable(getattr(event_prior, "refresh", None))  # a CachedPrior: row versions
 
     def remask(positions: torch.Tensor) -> None:
         for ch in model.channels:
@@ -408,6 +420,12 @@ class _Candidates:
         self.tokens: torch.Tensor | None = None
         self.confidence: torch.Tensor | None = None
         self.prior: np.ndarray | None = None
+        self.version: np.ndarray | None = None  # the prior row version each row last compared
+
+    def remember(self, rows: np.ndarray, version: np.ndarray) -> None:
+        if self.version is None:
+            self.version = np.full(len(self.idx), -1, dtype=np.int64)
+        self.version[rows] = version
 
     def store(self, rows: torch.Tensor, tokens: torch.Tensor, confidence: torch.Tensor | None,
               prior: np.ndarray | None) -> None:
