@@ -1,0 +1,108 @@
+"""Sampling speed of this checkout against another git revision, in one run on this machine: for
+each trained model, generate the same trace (same seed, guided, the model's saved settings) with
+the code of each revision, in alternating order, and print events/s, the time ratio, and whether
+the two traces are identical (event names and timestamps).
+
+    .venv/bin/python benchmarks/bench_revisions.py --models out/guide-rounds-ngram/models \\
+        --baseline 472bcdb [--workloads sqlite,tar,stream] [--events 32768] [--repeats 2]
+
+The baseline's source is checked out with `git worktree` into a temporary directory and put
+first on PYTHONPATH of a child process; this checkout runs from its own `src/`. Each run is a
+fresh process (model load excluded from the timing). For changes meant to be faster without
+changing output, "identical" must say yes on every row. The machine is noisy: read the ratio,
+measured in the same run, not the rates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Runs in a child process under one revision's source: load, generate, time, fingerprint.
+CHILD = r"""
+import hashlib, json, sys, time
+import numpy as np
+from tracesynth.generators.diffusion import TraceSynth
+model_dir, workload, events, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+gen = TraceSynth.load(model_dir, device="cpu")
+start = time.perf_counter()
+trace = gen.generate(events, workload, seed, constraints="guided")
+seconds = time.perf_counter() - start
+digest = hashlib.sha256()
+digest.update("\n".join(trace.column("event").to_pylist()).encode())
+digest.update(np.asarray(trace.column("ts").to_numpy()).tobytes())
+print(json.dumps({"seconds": seconds, "digest": digest.hexdigest()}))
+"""
+
+
+def _run(src: Path, model_dir: Path, workload: str, events: int, seed: int) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    out = subprocess.run([sys.executable, "-c", CHILD, str(model_dir), workload, str(events), str(seed)],
+                         env=env, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"{src}: generation failed for {model_dir.name}:\n{out.stderr.strip().splitlines()[-1]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=Path, required=True, help="directory of tracesynth__W__... model dirs")
+    parser.add_argument("--baseline", required=True, help="git revision to compare against (e.g. a commit)")
+    parser.add_argument("--workloads", default=None, help="comma-separated subset (default: every model found)")
+    parser.add_argument("--events", type=int, default=32768)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.events < 1 or args.repeats < 1:
+        parser.error("--events and --repeats must be positive")
+    if not args.models.is_dir():
+        print(f"{args.models}: not a directory of model directories", file=sys.stderr)
+        return 2
+    wanted = set(args.workloads.split(",")) if args.workloads else None
+    dirs = sorted(d for d in args.models.iterdir() if d.is_dir() and d.name.startswith("tracesynth__")
+                  and (wanted is None or d.name.split("__")[1] in wanted))
+    if not dirs:
+        print(f"{args.models}: no tracesynth__* model directories" + (f" for {args.workloads}" if wanted else ""),
+              file=sys.stderr)
+        return 2
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    with tempfile.TemporaryDirectory(prefix="tracesynth-baseline-") as tmp:
+        worktree = Path(tmp) / "baseline"
+        made = subprocess.run(["git", "worktree", "add", "--detach", "-q", str(worktree), args.baseline],
+                              cwd=REPO, capture_output=True, text=True)
+        if made.returncode != 0:
+            print(f"--baseline {args.baseline}: {made.stderr.strip()}", file=sys.stderr)
+            return 2
+        try:
+            sources = {f"baseline {args.baseline}": worktree / "src", f"this checkout ({head})": REPO / "src"}
+            print(f"{'workload':10s} {'code':28s} {'events/s':>10s}   ratio (time / the baseline's)   identical")
+            for d in dirs:
+                workload = d.name.split("__")[1]
+                times: dict[str, list[float]] = {name: [] for name in sources}
+                digests: dict[str, set[str]] = {name: set() for name in sources}
+                for _ in range(args.repeats):
+                    for name, src in sources.items():
+                        result = _run(src, d, workload, args.events, args.seed)
+                        times[name].append(result["seconds"])
+                        digests[name].add(result["digest"])
+                base = statistics.median(next(iter(times.values())))
+                same = len(set().union(*digests.values())) == 1
+                for name in sources:
+                    t = statistics.median(times[name])
+                    print(f"{workload:10s} {name:28s} {args.events / t:10,.0f}   {t / base:.2f}x"
+                          f"{'':24s}{'yes' if same else 'NO'}")
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=REPO, capture_output=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
