@@ -498,16 +498,21 @@ def write_plots(frame: pd.DataFrame, folder: Path) -> list[Path]:
         names = list(parts)
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
         ratio = [parts[n].groupby("workload")["tstr_trtr"].mean().mean() for n in names]
-        disc = [parts[n].groupby("workload")["disc_512"].mean().mean() for n in names]
+        # on event types alone where the run has it: the one score peers with and without
+        # thread/CPU columns share (older results: the channel-matched score)
+        events_only = ok["disc_events_512"].notna().any()
+        column, floor_column = ("disc_events_512", "disc_events_floor_512") if events_only else \
+            ("disc_512", "disc_floor_512")
+        disc = [parts[n].groupby("workload")[column].mean().mean() for n in names]
         axes[0].bar(names, ratio, color="tab:blue")
         axes[0].axhline(TARGET_RATIO_MEAN, color="gray", linestyle="--", linewidth=1)
         axes[0].set_title("TSTR/TRTR (average over workloads)")
         axes[1].bar(names, disc, color="tab:orange")
-        floor = ok["disc_floor_512"].mean()
+        floor = ok.groupby("workload")[floor_column].mean().mean()
         if np.isfinite(floor):
             axes[1].axhline(floor, color="gray", linestyle="--", linewidth=1, label="real-vs-real floor")
             axes[1].legend(loc="lower right")  # the bars reach the top
-        axes[1].set_title("discriminative accuracy, 512-event windows")
+        axes[1].set_title("discriminative accuracy, 512-event windows" + (", event types" if events_only else ""))
         for ax in axes:
             ax.tick_params(axis="x", labelsize=8)
         save(fig, "peers")
