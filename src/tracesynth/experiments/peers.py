@@ -295,15 +295,19 @@ class DGANPeer(_SequencePeer):
             config = DGANConfig(max_sequence_len=self.window, sample_len=max(1, self.window // 16),
                                 batch_size=min(100, len(features)), epochs=self.epochs, cuda=False)
             model = DGAN(config)
-            model.train_numpy(features=features,
-                              feature_types=[OutputType.DISCRETE, OutputType.CONTINUOUS])
+            with warnings.catch_warnings():  # its notices (no CUDA, deprecations), not ours
+                warnings.simplefilter("ignore")
+                model.train_numpy(features=features,
+                                  feature_types=[OutputType.DISCRETE, OutputType.CONTINUOUS])
             self.models_[workload], self.vocab_[workload] = model, names
             self.start_ts_[workload] = int(traces[0].column("ts")[0].as_py())
 
     def _sample(self, n_events: int, workload: str, seed: int) -> Trace:
         self._seed_everything(seed)
         n_sequences = math.ceil(n_events / self.window)
-        _attributes, features = self.models_[workload].generate_numpy(n_sequences)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _attributes, features = self.models_[workload].generate_numpy(n_sequences)
         features = np.asarray(features, dtype=np.float64).reshape(-1, 2)[:n_events]
         names = self.vocab_[workload]
         ids = np.clip(np.rint(features[:, 0]).astype(int), 0, len(names) - 1)
