@@ -200,6 +200,7 @@ def sample_window(
     rule_out = (guide is not None and partial_fn is not None and event_names is not None
                 and "event" in model.channels and callable(getattr(guide, "allowed_event_mask", None))
                 and getattr(guide, "rule_out_names", True))
+    versioned = callable(getattr(event_prior, "refresh", None))  # a CachedPrior: row versions
 
     def reveal(t: float, p_reveal: float) -> None:
         """One reverse step at time t: reveal (an expected share `p_reveal` of) the masked tokens."""
@@ -314,8 +315,6 @@ def sample_window(
             drawn = kept
         for ch, idx, tokens, _ in drawn:
             x[ch][0, idx] = tokens.to(x[ch].dtype)
-
-    versioned = callable(getattr(event_prior, "refresh", None))  # a CachedPrior: row versions
 
     def remask(positions: torch.Tensor) -> None:
         for ch in model.channels:
