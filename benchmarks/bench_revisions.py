@@ -24,6 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from model_dirs import model_dirs
+
 REPO = Path(__file__).resolve().parent.parent
 
 # Runs in a child process under one revision's source: load, generate, time, fingerprint.
@@ -63,15 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.events < 1 or args.repeats < 1:
         parser.error("--events and --repeats must be positive")
-    if not args.models.is_dir():
-        print(f"{args.models}: not a directory of model directories", file=sys.stderr)
-        return 2
-    wanted = set(args.workloads.split(",")) if args.workloads else None
-    dirs = sorted(d for d in args.models.iterdir() if d.is_dir() and d.name.startswith("tracesynth__")
-                  and (wanted is None or d.name.split("__")[1] in wanted))
-    if not dirs:
-        print(f"{args.models}: no tracesynth__* model directories" + (f" for {args.workloads}" if wanted else ""),
-              file=sys.stderr)
+    dirs = model_dirs(args.models, args.workloads)
+    if dirs is None:
         return 2
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="tracesynth-baseline-") as tmp:

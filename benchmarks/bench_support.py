@@ -34,6 +34,8 @@ import sys
 import time
 from pathlib import Path
 
+from model_dirs import model_dirs
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -64,16 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     from tracesynth.generators.diffusion import (COPY_ROUNDS, GUIDE_ROUNDS, NGRAM_ROUNDS, NGRAM_WEIGHT,
                                                  SUPPORT_ROUNDS, TraceSynth)
 
-    if not args.models.is_dir():
-        print(f"{args.models}: not a directory of model directories", file=sys.stderr)
-        return 2
-    wanted = set(args.workloads.split(",")) if args.workloads else None
-    dirs = sorted(d for d in args.models.iterdir() if d.is_dir() and d.name.startswith("tracesynth__"))
-    if wanted:
-        dirs = [d for d in dirs if d.name.split("__")[1] in wanted]
-    if not dirs:
-        print(f"{args.models}: no tracesynth__* model directories" + (f" for {args.workloads}" if wanted else ""),
-              file=sys.stderr)
+    dirs = model_dirs(args.models, args.workloads)
+    if dirs is None:
         return 2
     copy, guide = args.corrector == "copy", args.corrector == "guide"
     setting, default, measured = {

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tracesynth.evaluation.predictors import hashed_ngram_counts
-from tracesynth.evaluation.windows import Encoded, hashes_of_many
+from tracesynth.evaluation.windows import Encoded, hashes_of_many, in_sorted
 
 COPY_KS = (64, 256, 1024)
 DCR_WINDOW = 64  # must be one of COPY_KS (its training hashes are reused)
@@ -47,10 +47,12 @@ UNSEEN_K = 8  # the order at which real runs repeat their training runs' grams a
 
 
 def kgram_copy_share(candidate: Sequence[np.ndarray], training_hashes: dict[int, np.ndarray]) -> dict:
+    """Share of the candidate's k-grams found in training; `training_hashes` as `training_hashes()`
+    gives them (sorted, so membership is a binary search)."""
     out = {}
     for k in COPY_KS:
         hc = hashes_of_many(candidate, k)
-        out[str(k)] = float(np.isin(hc, training_hashes[k]).mean()) if len(hc) else None
+        out[str(k)] = float(in_sorted(hc, training_hashes[k]).mean()) if len(hc) else None
     return out
 
 
@@ -86,6 +88,7 @@ def _vectors(windows: np.ndarray) -> np.ndarray:
 
 def distance_to_closest_record(candidate: Sequence[np.ndarray], training: Sequence[np.ndarray],
                                training_windows_hashes: np.ndarray, seed: int = 0) -> dict:
+    """`training_windows_hashes`: sorted (`training_hashes()[DCR_WINDOW]`)."""
     from sklearn.neighbors import NearestNeighbors
 
     rng = np.random.default_rng(seed)
@@ -98,7 +101,7 @@ def distance_to_closest_record(candidate: Sequence[np.ndarray], training: Sequen
     if len(train) > DCR_MAX_TRAIN:
         train = train[np.sort(rng.choice(len(train), DCR_MAX_TRAIN, replace=False))]
     # exact duplicates are looked up among *all* training windows (every offset), by hash
-    exact = np.isin(hashes_of_many(list(queries), DCR_WINDOW), training_windows_hashes)
+    exact = in_sorted(hashes_of_many(list(queries), DCR_WINDOW), training_windows_hashes)
     index = NearestNeighbors(n_neighbors=1).fit(_vectors(train))
     distance = index.kneighbors(_vectors(queries))[0][:, 0]
     return {"median": float(np.median(distance)), "exact_share": float(exact.mean()),
@@ -112,7 +115,7 @@ def measure(candidate: Sequence[Encoded], training: Sequence[Encoded],
     unseen = hashes_of_many(cand_tokens, UNSEEN_K)
     return {
         "kgram_copy_share": kgram_copy_share(cand_tokens, training_hashes),
-        "unseen_kgram_share": {str(UNSEEN_K): float((~np.isin(unseen, training_hashes[UNSEEN_K])).mean())
+        "unseen_kgram_share": {str(UNSEEN_K): float((~in_sorted(unseen, training_hashes[UNSEEN_K])).mean())
                                if len(unseen) else None},
         "longest_common_substring": longest_common_substring(cand_tokens, train_tokens),
         "dcr": distance_to_closest_record(cand_tokens, train_tokens, training_hashes[DCR_WINDOW], seed),
