@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_model.py            # ~5-10 min on 2 cores
     .venv/bin/python benchmarks/bench_model.py --quick    # fewer repetitions
     .venv/bin/python benchmarks/bench_model.py --device cuda --threads 8
+    .venv/bin/python benchmarks/bench_model.py --precision fp32   # default auto: bf16 where native
 
 Prints, for `light` and `full` at contexts 256, 1024, 4096 and 16384: training events/s,
 generation events/s and peak memory, the same for the AR reference (model/ar_reference.py,
@@ -15,6 +16,8 @@ names, 8 CPUs, ~100 process names); generation is measured as the pipeline runs 
 window continuing a known 25% prefix, 16 denoising steps, spread reveals as `TraceSynth`
 samples by default, new events per second (the network and the sampler: decoding events and
 writing them is not in it; the experiment grids' `gen_events_per_s` is the whole pipeline).
+Both models train and sample at the same `--precision` (model/precision.py; `auto` is what
+`tracesynth train` and `generate` use: bf16 autocast where the hardware does bf16 natively).
 """
 
 from __future__ import annotations
@@ -55,13 +58,16 @@ def _sync(device):
         torch.cuda.synchronize()
 
 
-def measure(kind: str, preset: str, context: int, device: str, threads: int, reps: int, steps: int) -> dict:
+def measure(kind: str, preset: str, context: int, device: str, threads: int, reps: int, steps: int,
+            precision: str = "auto") -> dict:
     import torch
 
     from tracesynth.generators.diffusion import SPREAD
     from tracesynth.model.ar_reference import matched_reference
     from tracesynth.model.config import ModelConfig, size_config
     from tracesynth.model.denoiser import Denoiser, parameter_count
+    from tracesynth.model.precision import autocast as network_autocast
+    from tracesynth.model.precision import resolve_precision
     from tracesynth.sampling.sampler import sample_window
 
     torch.set_num_threads(threads)
@@ -71,7 +77,8 @@ def measure(kind: str, preset: str, context: int, device: str, threads: int, rep
     denoiser = Denoiser(ModelConfig(vocab_sizes=vocab, context=context, **size))
     batch = max(1, 16384 // context)
     codes = {c: torch.randint(0, v, (batch, context), device=device) for c, v in vocab.items()}
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device == "cuda" else torch.autocast("cpu", enabled=False)
+    precision = resolve_precision(precision, device)
+    autocast = network_autocast(precision, device)
     gen = torch.Generator().manual_seed(0)
     if kind == "diffusion":
         model = denoiser.to(device)
@@ -124,21 +131,24 @@ def measure(kind: str, preset: str, context: int, device: str, threads: int, rep
 
         def gen_window():
             sample_window(model, window, prefix, 0, steps=steps, generator=torch.Generator().manual_seed(1),
-                          spread=SPREAD)  # the default sampler's setting
+                          spread=SPREAD, precision=precision)  # the default sampler's settings
     else:
         new = 256 if context >= 1024 else 128
         prompt = {c: v[:1, : context - new] for c, v in codes.items()}
 
         def gen_window():
-            model.generate(prompt, new, context, torch.Generator().manual_seed(1))
+            with network_autocast(precision, device):
+                model.generate(prompt, new, context, torch.Generator().manual_seed(1))
     gen_s = timed(gen_window, 1)
     if kind != "diffusion":  # take the prompt's prefill out: per-event cost at a full cache
         with torch.inference_mode():
-            prefill = timed(lambda: model.forward(prompt, [{"size": context} for _ in model.blocks]), 1)
+            with network_autocast(precision, device):
+                prefill = timed(lambda: model.forward(prompt, [{"size": context} for _ in model.blocks]), 1)
         gen_s = max(gen_s - prefill, 1e-9)
     return {"kind": kind, "channels": preset, "context": context, "params": params,
             "train_events_per_s": train_eps, "generate_events_per_s": new / gen_s,
-            "peak_mib": _peak_mib(device), "device": device, "threads": threads, "steps": steps}
+            "peak_mib": _peak_mib(device), "device": device, "threads": threads, "steps": steps,
+            "precision": precision}
 
 
 def main() -> int:
@@ -148,24 +158,32 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=16, help="denoising steps per window")
     parser.add_argument("--contexts", default=",".join(map(str, CONTEXTS)))
+    parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"],
+                        help="what both models run in (auto: bf16 where the hardware does it natively)")
     parser.add_argument("--json", help="also write the figures to this JSON file")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     reps = 1 if args.quick else 2
     if args.one:
         kind, preset, context = args.one.split(":")
-        print(json.dumps(measure(kind, preset, int(context), args.device, args.threads, reps, args.steps)))
+        print(json.dumps(measure(kind, preset, int(context), args.device, args.threads, reps, args.steps,
+                                 args.precision)))
         return 0
     rows = []
     load = os.getloadavg()[0]
-    print(f"device {args.device}, {args.threads} threads, {args.steps} denoising steps, load average {load:.1f}")
+    from tracesynth.model.precision import resolve_precision
+
+    precision = resolve_precision(args.precision, args.device)
+    print(f"device {args.device}, {args.threads} threads, {args.steps} denoising steps, precision {precision} "
+          f"({args.precision}), load average {load:.1f}")
     header = f"{'model':10} {'channels':8} {'context':>7} {'params':>9} {'train ev/s':>11} {'gen ev/s':>10} {'peak MiB':>9}"
     print(header)
     for context in [int(c) for c in args.contexts.split(",")]:
         for preset in ("light", "full"):
             for kind in ("diffusion", "ar"):
                 cmd = [sys.executable, __file__, "--one", f"{kind}:{preset}:{context}", "--device", args.device,
-                       "--threads", str(args.threads), "--steps", str(args.steps)] + (["--quick"] if args.quick else [])
+                       "--threads", str(args.threads), "--steps", str(args.steps), "--precision", precision,
+                       ] + (["--quick"] if args.quick else [])
                 done = subprocess.run(cmd, capture_output=True, text=True)
                 if done.returncode:
                     print(done.stderr[-2000:], file=sys.stderr)
@@ -186,7 +204,7 @@ def main() -> int:
               f"generation {full['generate_events_per_s'] / light['generate_events_per_s']:.2f} (≤ 0.5 is the target)")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"load_average": load, "rows": rows}, fh, indent=1)
+            json.dump({"load_average": load, "precision": precision, "rows": rows}, fh, indent=1)
     return 0
 
 

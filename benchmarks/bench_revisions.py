@@ -4,13 +4,17 @@ the code of each revision, in alternating order, and print events/s, the time ra
 the two traces are identical (event names and timestamps).
 
     .venv/bin/python benchmarks/bench_revisions.py --models out/guide-rounds-ngram/models \\
-        --baseline 472bcdb [--workloads sqlite,tar,stream] [--events 32768] [--repeats 2]
+        --baseline 472bcdb [--workloads sqlite,tar,stream] [--events 32768] [--repeats 2] \\
+        [--precision fp32]
 
 The baseline's source is checked out with `git worktree` into a temporary directory and put
 first on PYTHONPATH of a child process; this checkout runs from its own `src/`. Each run is a
 fresh process (model load excluded from the timing). For changes meant to be faster without
 changing output, "identical" must say yes on every row. The machine is noisy: read the ratio,
-measured in the same run, not the rates.
+measured in the same run, not the rates. `--precision` sets the sampling precision of this
+checkout's runs (model/precision.py; default: the model's, auto); a revision from before the
+setting existed samples in fp32 whatever it says, so `--precision fp32` checks that this
+checkout's fp32 path still gives the baseline's traces, and `auto` measures what bf16 buys.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ import numpy as np
 from tracesynth.generators.diffusion import TraceSynth
 model_dir, workload, events, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 gen = TraceSynth.load(model_dir, device="cpu")
+if sys.argv[5] != "-":
+    gen.precision = sys.argv[5]
 start = time.perf_counter()
 trace = gen.generate(events, workload, seed, constraints="guided")
 seconds = time.perf_counter() - start
@@ -45,9 +51,10 @@ print(json.dumps({"seconds": seconds, "digest": digest.hexdigest()}))
 """
 
 
-def _run(src: Path, model_dir: Path, workload: str, events: int, seed: int) -> dict:
+def _run(src: Path, model_dir: Path, workload: str, events: int, seed: int, precision: str | None = None) -> dict:
     env = {**os.environ, "PYTHONPATH": str(src)}
-    out = subprocess.run([sys.executable, "-c", CHILD, str(model_dir), workload, str(events), str(seed)],
+    out = subprocess.run([sys.executable, "-c", CHILD, str(model_dir), workload, str(events), str(seed),
+                          precision or "-"],
                          env=env, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise SystemExit(f"{src}: generation failed for {model_dir.name}:\n{out.stderr.strip().splitlines()[-1]}")
@@ -62,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=32768)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], default=None,
+                        help="this checkout's sampling precision (default: the model's)")
     args = parser.parse_args(argv)
     if args.events < 1 or args.repeats < 1:
         parser.error("--events and --repeats must be positive")
@@ -77,22 +86,23 @@ def main(argv: list[str] | None = None) -> int:
             print(f"--baseline {args.baseline}: {made.stderr.strip()}", file=sys.stderr)
             return 2
         try:
-            sources = {f"baseline {args.baseline}": worktree / "src", f"this checkout ({head})": REPO / "src"}
-            print(f"{'workload':10s} {'code':28s} {'events/s':>10s}   ratio (time / the baseline's)   identical")
+            sources = {f"baseline {args.baseline}": worktree / "src", f"this checkout ({head}, {args.precision or 'saved'})": REPO / "src"}
+            print(f"{'workload':10s} {'code':34s} {'events/s':>10s}   ratio (time / the baseline's)   identical")
             for d in dirs:
                 workload = d.name.split("__")[1]
                 times: dict[str, list[float]] = {name: [] for name in sources}
                 digests: dict[str, set[str]] = {name: set() for name in sources}
                 for _ in range(args.repeats):
                     for name, src in sources.items():
-                        result = _run(src, d, workload, args.events, args.seed)
+                        result = _run(src, d, workload, args.events, args.seed,
+                                      args.precision if src == REPO / "src" else None)
                         times[name].append(result["seconds"])
                         digests[name].add(result["digest"])
                 base = statistics.median(next(iter(times.values())))
                 same = len(set().union(*digests.values())) == 1
                 for name in sources:
                     t = statistics.median(times[name])
-                    print(f"{workload:10s} {name:28s} {args.events / t:10,.0f}   {t / base:.2f}x"
+                    print(f"{workload:10s} {name:34s} {args.events / t:10,.0f}   {t / base:.2f}x"
                           f"{'':24s}{'yes' if same else 'NO'}")
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=REPO, capture_output=True)

@@ -113,6 +113,32 @@ def test_generate_ngram_weight_uses_the_saved_counts_and_says_so(trained, tmp_pa
     assert traces["0"] != traces["50"]  # the same seed draws other events once the counts weigh in
 
 
+def test_generate_precision_is_reported_and_fp32_and_bf16_are_each_seeded(trained, tmp_path, capsys):
+    from tracesynth.model.precision import resolve_precision
+
+    _, model = trained
+    events, notes = {}, {}
+    for precision in ("fp32", "bf16", "auto", "fp32"):
+        out = tmp_path / f"{precision}.parquet"
+        capsys.readouterr()
+        assert main(["generate", str(model), "-n", "128", "--steps", "4", "--seed", "4", "--constraints", "none",
+                     "--precision", precision, "-o", str(out)]) == 0
+        notes[precision] = next(line for line in capsys.readouterr().err.splitlines()
+                                if line.startswith("network precision"))
+        trace = tracesynth.load(out)
+        assert trace.meta.extra["precision"] == resolve_precision(precision, "cpu")
+        runs = events.setdefault(precision, [])
+        runs.append(trace.to_pandas()["event"].tolist())
+    assert notes["fp32"] == "network precision: fp32 (--precision fp32)"
+    assert notes["bf16"] == "network precision: bf16 (--precision bf16)"
+    assert notes["auto"] == f"network precision: {resolve_precision('auto', 'cpu')} (--precision auto)"
+    assert events["fp32"][0] == events["fp32"][1]  # same seed, same trace
+    capsys.readouterr()
+    assert main(["generate", str(model), "-n", "10", "--precision", "fp16", "-o", str(tmp_path / "x.parquet")]) == 2
+    assert "precision must be one of auto, fp32, bf16" in capsys.readouterr().err
+    assert not (tmp_path / "x.parquet").exists()
+
+
 def test_generate_with_repair_and_guided(trained, tmp_path):
     _, model = trained
     out = tmp_path / "repaired.parquet"

@@ -55,6 +55,8 @@ def _write(tmp_path, text: str) -> Path:
     ("tracesynth:\n  ngram_weight: -0.5\n", "tracesynth.ngram_weight", "0 (off) or positive"),
     ("tracesynth:\n  ngram_rounds: 0\n", "tracesynth.ngram_rounds", "1 or more"),
     ("tracesynth:\n  serial_guide: maybe\n", "tracesynth.serial_guide", "true"),
+    ("tracesynth:\n  train_precision: fp16\n", "tracesynth.train_precision", "auto, fp32, bf16"),
+    ("tracesynth:\n  sample_precision: half\n", "tracesynth.sample_precision", "auto, fp32, bf16"),
     ("peers:\n  - name: gan\n", "peers[0].name", "unknown peer"),
     ("peers:\n  - name: markov\n  - name: markov\n", "peers", "distinct"),
     ("evaluation:\n  predictor: gru\n", "evaluation.predictor", "quick"),

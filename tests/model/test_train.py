@@ -144,3 +144,20 @@ def test_ddp_two_gloo_processes_match_single_process(tmp_path):
     ddp = json.loads(out.read_text())
     assert [s for s, _ in ddp] == [s for s, _ in single.train_loss]
     np.testing.assert_allclose([v for _, v in ddp], [v for _, v in single.train_loss], rtol=2e-3, atol=2e-3)
+
+
+def test_bf16_training_follows_fp32_and_stays_seeded():
+    """bf16 autocast (the default where the CPU does bf16 natively) tracks fp32's losses on the
+    same data and seed, and is as reproducible; an unknown precision is refused up front."""
+    data = [periodic_trace(600)]
+    losses = {}
+    for precision in ("fp32", "bf16", "bf16"):
+        model_cfg, train_cfg = _cfgs(steps=12, precision=precision)
+        _, _, state = train(data, None, channels="light", model_config=model_cfg, train_config=train_cfg)
+        losses.setdefault(precision, []).append(np.array(state.train_loss))
+    fp32, (bf16, again) = losses["fp32"][0], losses["bf16"]
+    assert np.array_equal(bf16, again)
+    assert np.isfinite(bf16).all() and not np.array_equal(bf16, fp32)  # bf16 really ran
+    assert np.abs(bf16 - fp32).max() < 0.05 * np.abs(fp32).max()
+    with pytest.raises(ConfigError, match="precision must be one of auto, fp32, bf16"):
+        train(data, None, channels="light", model_config=_cfgs()[0], train_config=_cfgs(precision="fp64")[1])

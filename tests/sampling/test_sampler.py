@@ -442,3 +442,24 @@ def test_a_cached_prior_draws_exactly_what_the_same_prior_as_a_plain_callable_dr
     slow = sample_window(model, codes, known_mask, 0, steps=3, generator=torch.Generator().manual_seed(7),
                          event_prior=lambda w, p: plain(w, p), prior_rounds=8)
     assert refreshes and all((fast[ch] == slow[ch]).all() for ch in fast)
+
+
+def test_bf16_network_samples_valid_seeded_windows_close_to_fp32(full_model):
+    """bf16 autocast covers the network only: features come back fp32, draws stay seeded, and
+    the heads' distributions stay within bf16 rounding of fp32's."""
+    model, encoder, real = full_model
+    codes, _ = _window(encoder, real)
+    none = {ch: np.zeros(64, dtype=bool) for ch in codes}
+    a = sample_window(model, codes, none, 0, steps=4, generator=torch.Generator().manual_seed(5), precision="bf16")
+    b = sample_window(model, codes, none, 0, steps=4, generator=torch.Generator().manual_seed(5), precision="bf16")
+    assert all((a[ch] == b[ch]).all() and (a[ch] < encoder.vocab_sizes()[ch]).all() for ch in a)
+    batch = {ch: torch.as_tensor(codes[ch])[None] for ch in codes}
+    with torch.inference_mode():
+        full = model.hidden(batch, torch.tensor([0.5]), torch.tensor([0]))
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            half = model.hidden(batch, torch.tensor([0.5]), torch.tensor([0]))
+        p = torch.softmax(model.logits(full, "event"), -1)
+        q = torch.softmax(model.logits(half.float(), "event"), -1)
+    assert (p - q).abs().max() < 0.05
+    with pytest.raises(ValueError, match="precision must be fp32 or bf16"):
+        sample_window(model, codes, none, 0, steps=1, precision="auto")

@@ -58,6 +58,9 @@ def train(
                                           "phase embedding (default: ModelConfig's, 1024)."),
     seed: int = typer.Option(0, "--seed", help="Seed: same seed, same model on CPU."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
+    precision: str = typer.Option("auto", "--precision",
+                                  help="What the network trains in: auto (bf16 where the CPU or GPU does it "
+                                       "natively, else fp32), fp32 or bf16."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the checkpoint in --out."),
     val_every: int = typer.Option(100, "--val-every", help="Validation loss every N steps (0: only at the end)."),
     checkpoint_every: int = typer.Option(100, "--checkpoint-every", help="Checkpoint every N steps."),
@@ -65,12 +68,13 @@ def train(
     """Train the diffusion generator; `torchrun --nproc_per_node N -m tracesynth train ...` for DDP."""
     from tracesynth.encoding import resolve_channels
     from tracesynth.model.config import ModelConfig, TrainConfig, phase_config, size_config
-    from tracesynth.model.train import TrainCallbacks, train as run_training
+    from tracesynth.model.precision import resolve_precision
+    from tracesynth.model.train import TrainCallbacks, resolve_device, train as run_training
 
     model_cfg = ModelConfig(context=context, **size_config(size, resolve_channels(channels)),
                             **phase_config(phase_events))
     traces = load_training_data(data)
-    train_cfg = TrainConfig(steps=steps, batch_size=batch_size, lr=lr, seed=seed, device=device,
+    train_cfg = TrainConfig(steps=steps, batch_size=batch_size, lr=lr, seed=seed, device=device, precision=precision,
                             val_every=val_every or steps, checkpoint_every=checkpoint_every,
                             **({} if start_rate is None else {"start_rate": start_rate}))
     rank0 = int(os.environ.get("RANK", 0)) == 0
@@ -92,7 +96,8 @@ def train(
     if rank0:
         val = f", validation {state.val_loss[-1][1]:.3f} nats/event" if state.val_loss else ""
         held = "" if state.val_heldout else " (no held-out tail long enough: validated on training data)"
-        console_err.print(f"trained {state.step} steps in {time.perf_counter() - start:.0f} s{val}{held} → {out}",
+        used = resolve_precision(precision, resolve_device(device))
+        console_err.print(f"trained {state.step} steps in {time.perf_counter() - start:.0f} s ({used}){val}{held} → {out}",
                           highlight=False)
 
 
@@ -141,12 +146,16 @@ def generate(
                                      help="With the n-gram prior: parts each denoising step's reveals are "
                                           "drawn in, the prior recomputed between them (1 = once a step; "
                                           "default: the model's)."),
+    precision: str = typer.Option(None, "--precision",
+                                  help="What the network samples in: fp32, bf16, or auto (bf16 where the CPU "
+                                       "or GPU does it natively, else fp32) (default: the model's, fp32)."),
     constraints: str = typer.Option("guided", "--constraints", help="none, repair, or guided (guide + repair)."),
     format: str = typer.Option(None, "-f", "--format", help="parquet, csv, jsonl, text or ctf."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
 ):
     """Generate a synthetic trace of any length with a trained model."""
     from tracesynth.generators.diffusion import TraceSynth, constraint_tools
+    from tracesynth.model.precision import resolve_precision
     from tracesynth.sinks import sink_for
 
     sink_for(out, format)  # a bad suffix fails before minutes of sampling
@@ -175,6 +184,9 @@ def generate(
             setattr(gen, attribute, value)
     if serial_guide is not None:
         gen.serial_guide = serial_guide
+    if precision is not None:
+        resolve_precision(precision, "cpu")  # a bad value fails before loading anything else
+        gen.precision = precision
     if n_events <= 0:
         raise ConfigError(f"-n must be positive, got {n_events}")
     if workload is None:
@@ -201,6 +213,8 @@ def generate(
     console_err.print(f"{n_events:,} events ({workload}, {steps} steps, constraints {constraints}{note}) "
                       f"in {time.perf_counter() - start:.1f} s → {out}", highlight=False)
     codes = gen.encoder_.encode(trace)["event"]
+    console_err.print(f"network precision: {trace.meta.extra.get('precision', 'fp32')} (--precision {gen.precision})",
+                      highlight=False)
     console_err.print(_ngram_note(gen, workload), highlight=False, soft_wrap=True)
     console_err.print(_support_note(gen, codes, workload), highlight=False, soft_wrap=True)
     console_err.print(_copy_note(gen, codes, workload), highlight=False, soft_wrap=True)

@@ -65,6 +65,7 @@ class TraceSynthSettings:
     sample_steps: int = 16
     device: str = "auto"
     start_rate: float | None = None  # share of training windows at a trace's first event (None: TrainConfig's)
+    train_precision: str | None = None  # what the network trains in: auto, fp32, bf16 (None: default, auto)
     # Sampling settings apply to loaded models too (a run reusing saved models samples with them):
     spread: int | None = None  # spread reveals, in events (None: the sampler's default; 0: off)
     tid_temperature: float | None = None  # thread-id channel's temperature (None: the sampler's default)
@@ -74,6 +75,7 @@ class TraceSynthSettings:
     guide_rounds: int | None = None  # guided: redraw rounds after the last step (None: default; 0: off)
     ngram_weight: float | None = None  # power of the n-gram prior at draw time (None: default; 0: off)
     ngram_rounds: int | None = None  # parts each step's reveals are drawn in under the prior (None: default)
+    sample_precision: str | None = None  # what the network samples in: auto, fp32, bf16 (None: default, fp32)
 
 
 @dataclass
@@ -287,6 +289,11 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
         _fail(source, "tracesynth.ngram_weight", f"must be 0 (off) or positive, got {ts.ngram_weight}")
     if ts.ngram_rounds is not None and ts.ngram_rounds < 1:
         _fail(source, "tracesynth.ngram_rounds", f"must be 1 or more, got {ts.ngram_rounds}")
+    from tracesynth.model.precision import PRECISIONS  # (loads torch: only when validating)
+
+    for key in ("train_precision", "sample_precision"):
+        if getattr(ts, key) is not None and getattr(ts, key) not in PRECISIONS:
+            _fail(source, f"tracesynth.{key}", f"must be one of {', '.join(PRECISIONS)}, got {getattr(ts, key)!r}")
     if ts.copy_rounds is not None and ts.copy_rounds < 0:
         _fail(source, "tracesynth.copy_rounds", f"must be 0 (off) or positive, got {ts.copy_rounds}")
     if ts.lr <= 0:

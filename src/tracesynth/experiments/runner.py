@@ -212,6 +212,7 @@ def _tracesynth(config: ExperimentConfig, cell: Cell, steps: int):
                       batch_size=max(1, ts.batch_events // cell.context), lr=ts.lr, sample_steps=ts.sample_steps,
                       device=ts.device, constraints="none", random_state=cell.training_seed,
                       **({} if ts.start_rate is None else {"start_rate": ts.start_rate}),
+                      **({} if ts.train_precision is None else {"train_precision": ts.train_precision}),
                       **_sampling_settings(ts))
 
 
@@ -219,7 +220,10 @@ def _sampling_settings(ts) -> dict:
     """The config's sampling settings that are set: they apply to new and reused models alike."""
     keys = ("spread", "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds",
             "ngram_weight", "ngram_rounds")
-    return {key: getattr(ts, key) for key in keys if getattr(ts, key) is not None}
+    settings = {key: getattr(ts, key) for key in keys if getattr(ts, key) is not None}
+    if ts.sample_precision is not None:
+        settings["precision"] = ts.sample_precision
+    return settings
 
 
 def _trained_tracesynth(config, cell, steps, split, out_dir, on_progress):

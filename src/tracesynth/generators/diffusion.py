@@ -62,6 +62,15 @@ NGRAM_WEIGHT = 1.0
 # from what the parts before decided (no extra network call): at 1, neighbours revealed in one
 # step ignore each other (build: 27% of 8-grams unseen in training; 4 parts: 12%).
 NGRAM_ROUNDS = 4
+# What the network trains in (model/precision.py): auto = bf16 autocast where the hardware does
+# bf16 natively. With the block convolutions written as shifted sums (model/denoiser.py) a
+# training step of the default light model took 0.84x the fp32 time (paired, 2 idle cores,
+# AVX512-BF16), and models trained so matched fp32 ones within the seeds' spread on gzip, sqlite
+# and stream (docs/model.md, "Precision").
+TRAIN_PRECISION = "auto"
+# What the network samples in: fp32. bf16 bought nothing measurable there (one window a call:
+# the same ~10 ms per network call either way through the whole pipeline), so traces stay fp32's.
+SAMPLE_PRECISION = "fp32"
 
 
 def constraint_tools(mode: str, single_thread: bool = False, serial=()):
@@ -109,7 +118,8 @@ class TraceSynth(Generator):
                  start_rate: float = START_RATE, phase_events: int | None = None, spread: int = SPREAD,
                  tid_temperature: float = TID_TEMPERATURE, support_rounds: int = SUPPORT_ROUNDS,
                  copy_rounds: int = COPY_ROUNDS, serial_guide: bool = True, guide_rounds: int = GUIDE_ROUNDS,
-                 ngram_weight: float = NGRAM_WEIGHT, ngram_rounds: int = NGRAM_ROUNDS):
+                 ngram_weight: float = NGRAM_WEIGHT, ngram_rounds: int = NGRAM_ROUNDS,
+                 precision: str = SAMPLE_PRECISION, train_precision: str = TRAIN_PRECISION):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -135,13 +145,15 @@ class TraceSynth(Generator):
         self.guide_rounds = guide_rounds
         self.ngram_weight = ngram_weight
         self.ngram_rounds = ngram_rounds
+        self.precision = precision  # sampling
+        self.train_precision = train_precision
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
                 "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state",
                 "corrector_steps", "start_temperature", "start_rate", "phase_events", "spread",
                 "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds", "ngram_weight",
-                "ngram_rounds")
+                "ngram_rounds", "precision", "train_precision")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -149,7 +161,7 @@ class TraceSynth(Generator):
                             **phase_config(self.phase_events))
         train = TrainConfig(steps=self.train_steps, batch_size=self.batch_size, lr=self.lr,
                             seed=self.random_state, device=self.device, val_every=0, checkpoint_every=0,
-                            start_rate=self.start_rate)
+                            start_rate=self.start_rate, precision=self.train_precision)
         return model, train
 
     def _fit(self, traces_by_workload: dict[str, list[Trace]]) -> None:
@@ -202,7 +214,7 @@ class TraceSynth(Generator):
                          channel_temperature={"tid": self.tid_temperature},
                          support_rounds=self.support_rounds, copy_rounds=self.copy_rounds,
                          guide_rounds=self.guide_rounds, ngram_weight=self.ngram_weight,
-                         ngram_rounds=self.ngram_rounds)
+                         ngram_rounds=self.ngram_rounds, precision=self.precision)
         if single_thread:  # so `check` (and the evaluation's validity) read it as one thread too
             trace.meta.extra["threads"] = 1
         return trace, repair

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 
 from tracesynth.errors import ConfigError
 
+#: What the network runs in (model/precision.py): auto = bf16 where the hardware does it natively.
+PRECISIONS = ("auto", "fp32", "bf16")
+
 
 @dataclass
 class ModelConfig:
@@ -117,6 +120,7 @@ class TrainConfig:
     checkpoint_every: int = 100
     seed: int = 0
     device: str = "auto"
+    precision: str = "auto"       # what the network trains in: auto (bf16 where native), fp32, bf16
 
     def validate(self) -> TrainConfig:
         if self.steps < 1 or self.batch_size < 1 or self.lr <= 0:
@@ -127,6 +131,8 @@ class TrainConfig:
             raise ConfigError(f"loss weighting must be 'elbo' or 'uniform', not {self.loss_weighting!r}")
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
             raise ConfigError(f"device must be auto, cpu or cuda, not {self.device!r}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
         return self
 
     def to_dict(self) -> dict:

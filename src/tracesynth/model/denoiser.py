@@ -39,8 +39,28 @@ class LocalBlock(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(width, width * mlp_ratio), nn.GELU(), nn.Linear(width * mlp_ratio, width))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, L, D)
-        h = self.conv(x.transpose(1, 2)).transpose(1, 2)
+        if torch.is_grad_enabled() and x.device.type == "cpu":
+            h = self._shifted_conv(x)
+        else:
+            h = self.conv(x.transpose(1, 2)).transpose(1, 2)
         return x + self.mlp(self.norm(h))
+
+    def _shifted_conv(self, x: torch.Tensor) -> torch.Tensor:
+        """The same depthwise convolution as `self.conv` (same weights; equal up to float
+        rounding), as a sum of K shifted, channel-scaled copies of the input. Training on CPU
+        only: PyTorch's CPU kernel for a depthwise dilated conv1d is slow backwards (forward and
+        backward of one block, 8 windows of 4,096: 82 ms fp32 / 107 ms under bf16 autocast,
+        against 45 / 51 ms this way, where the backward is elementwise), while for sampling
+        (no gradient, one window) the library kernel is faster (1.0 ms against 1.4-2.4)."""
+        conv = self.conv
+        k, dilation, length = conv.kernel_size[0], conv.dilation[0], x.shape[1]
+        pad = conv.padding[0]
+        padded = F.pad(x, (0, 0, pad, pad))
+        weight = conv.weight[:, 0, :]  # (D, K)
+        out = padded[:, :length] * weight[:, 0]
+        for j in range(1, k):
+            out = out + padded[:, j * dilation:j * dilation + length] * weight[:, j]
+        return out + conv.bias
 
 
 def rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -166,7 +186,7 @@ class Denoiser(nn.Module):
         for block in self.down_blocks:
             x = block(x)
         skip = x
-        h = self.down(x.transpose(1, 2)).transpose(1, 2) + self.cond_global(cond)[:, None, :]
+        h = self._downsample(x) + self.cond_global(cond)[:, None, :]
         cos, sin = rotary_tables(h.shape[1], self.config.d_global // self.config.heads, h.device, h.dtype)
         for block in self.global_blocks:
             h = block(h, cos, sin)
@@ -175,6 +195,16 @@ class Denoiser(nn.Module):
         for block in self.up_blocks:
             x = block(x)
         return self.out_norm(x)
+
+    def _downsample(self, x: torch.Tensor) -> torch.Tensor:
+        """`self.down` (a conv whose stride is its kernel size, r) as what it is, one linear map
+        of each block of r positions: the same weights and function (equal up to float
+        rounding), a plain matrix product instead of a convolution kernel — 2-3x faster on CPU
+        forwards (one 4,096-event window: 0.5 ms against 0.9-1.7) and backwards."""
+        b, n, d = x.shape
+        r, g = self.config.downsample, self.config.d_global
+        weight = self.down.weight.permute(0, 2, 1).reshape(g, r * d)  # (g, d, r) → (g, r·d)
+        return F.linear(x.reshape(b, n // r, r * d), weight, self.down.bias)
 
     def logits(self, hidden: torch.Tensor, channel: str) -> torch.Tensor:
         return self.heads[_key(channel)](hidden)

@@ -31,6 +31,8 @@ from tracesynth.model.checkpoint import load_model, load_optimizer, save_checkpo
 from tracesynth.model.config import ModelConfig, TrainConfig
 from tracesynth.model.denoiser import Denoiser
 from tracesynth.model.noise import MaskingSchedule
+from tracesynth.model.precision import autocast as network_autocast
+from tracesynth.model.precision import resolve_precision
 from tracesynth.schema import Trace
 
 
@@ -207,7 +209,7 @@ def train(
             raise ConfigError(f"--resume: no checkpoint in {out_dir}")
         model, encoder, saved_cfg, saved_state = load_model(out_dir, "cpu")
         model.train()
-        cfg = dataclasses.replace(saved_cfg or cfg, steps=cfg.steps, device=cfg.device)
+        cfg = dataclasses.replace(saved_cfg or cfg, steps=cfg.steps, device=cfg.device, precision=cfg.precision)
         state = TrainState(**{k: v for k, v in saved_state.items() if k in TrainState.__dataclass_fields__})
     else:
         encoder = TraceEncoder(channels).fit(traces)
@@ -231,8 +233,8 @@ def train(
     if world > 1:
         wrapped = torch.nn.parallel.DistributedDataParallel(
             _HiddenOnly(model), device_ids=[local_rank] if device.type == "cuda" else None)
-    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda"
-                else torch.autocast("cpu", enabled=False))
+    # bf16 autocast where the hardware does it natively (model/precision.py); the loss is fp32.
+    autocast = network_autocast(resolve_precision(cfg.precision, device), device)
     local = slice(rank, cfg.batch_size, world)
 
     def forward_loss(codes, labels, t, noisy, masked, weighting, offset):

@@ -21,6 +21,7 @@ from tracesynth.encoding.ngrams import CachedPrior
 from tracesynth.encoding.trace_encoder import TraceEncoder, columns_to_trace
 from tracesynth.errors import ConfigError
 from tracesynth.model.denoiser import Denoiser
+from tracesynth.model.precision import resolve_precision
 from tracesynth.sampling.copy_guard import CopyGuard
 from tracesynth.sampling.sampler import sample_window
 from tracesynth.schema import Trace, TraceMeta
@@ -52,6 +53,7 @@ def generate(
     guide_rounds: int = 0,
     ngram_weight: float = 0.0,
     ngram_rounds: int = 1,
+    precision: str = "fp32",
 ) -> Trace:
     """Generate `n_events` canonical events for `workload` (deterministic in `seed` on CPU);
     with `prefix`, they continue that trace (its last events condition the first window).
@@ -63,7 +65,8 @@ def generate(
     what still breaks a rule after each window's last step. `ngram_weight` > 0 multiplies the
     event distributions by the training traces' n-gram evidence on both sides, to that power
     (`encoding.ngrams`; a model saved without the counts: no-op), recomputed `ngram_rounds`
-    times per denoising step (`sample_window`'s `prior_rounds`)."""
+    times per denoising step (`sample_window`'s `prior_rounds`). `precision`: what the network
+    runs in (`model.precision`: fp32, bf16, or auto = bf16 where the device does it natively)."""
     if workload not in encoder.workloads:
         raise ConfigError(f"unknown workload {workload!r}; the model knows: {', '.join(encoder.workloads)}")
     if not 0.0 <= prefix_fraction < 1.0:
@@ -73,6 +76,7 @@ def generate(
     window = max(r, window - window % r)
     n_prefix = int(window * prefix_fraction)
     label = encoder.workloads.index(workload)
+    precision = resolve_precision(precision, next(model.parameters()).device)
     generator = torch.Generator().manual_seed(seed)
     decoder = encoder.decoder(workload, seed)
     channels = model.channels
@@ -132,7 +136,7 @@ def generate(
                               spread=spread, channel_temperature=channel_temperature,
                               support_cover=support_cover, support_rounds=support_rounds,
                               copy_guard=copy_guard, copy_rounds=copy_rounds, guide_rounds=guide_rounds,
-                              event_prior=event_prior, prior_rounds=ngram_rounds)
+                              event_prior=event_prior, prior_rounds=ngram_rounds, precision=precision)
         cols = decoder.decode_window(codes, start, slot_tids.copy())
         take = min(n_events - produced, window - start)
         parts.append({k: v[:take] for k, v in cols.items()})
@@ -148,6 +152,6 @@ def generate(
     meta = TraceMeta(source_format="tracesynth", workload=workload,
                      n_cpus=encoder.n_cpus if "cpu" in channels else None,
                      extra={"generator": "tracesynth", "channels": list(channels), "steps": steps,
-                            "seed": seed, "guidance_scale": guidance_scale})
+                            "seed": seed, "guidance_scale": guidance_scale, "precision": precision})
     return columns_to_trace(parts, meta)
 

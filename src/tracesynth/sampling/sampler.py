@@ -40,6 +40,7 @@ import torch
 
 from tracesynth.model.denoiser import Denoiser
 from tracesynth.model.noise import MaskingSchedule
+from tracesynth.model.precision import autocast
 from tracesynth.sampling.copy_guard import CopyGuard, Edit
 
 PartialFn = Callable[[dict[str, np.ndarray], dict[str, np.ndarray]], dict[str, np.ndarray]]
@@ -133,6 +134,7 @@ def sample_window(
     guide_rounds: int = 0,
     event_prior: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
     prior_rounds: int = 1,
+    precision: str = "fp32",
 ) -> dict[str, np.ndarray]:
     """Codes for one window (numpy int64 per channel). `known[ch]` holds codes where
     `known_mask[ch]` is True; everything else is generated. `banned[ch]` lists classes never
@@ -154,7 +156,9 @@ def sample_window(
     `event_prior(event codes of the window, positions) -> [len(positions), V]` is added to the
     event logits before every draw and ranking (the n-gram prior, `encoding.ngrams`); with it,
     `prior_rounds` > 1 spends each step's quota in that many parts, the prior recomputed between
-    them from what the parts before decided (one network call per step all the same)."""
+    them from what the parts before decided (one network call per step all the same).
+    `precision` ("fp32" or "bf16", `model.precision`): what the network runs in; its features
+    come back as fp32, so the output heads and the draws stay in fp32."""
     if steps < 1:
         raise ValueError("steps must be at least 1")
     if support_rounds < 0 or support_steps < 1:
@@ -201,6 +205,15 @@ def sample_window(
                 and "event" in model.channels and callable(getattr(guide, "allowed_event_mask", None))
                 and getattr(guide, "rule_out_names", True))
     versioned = callable(getattr(event_prior, "refresh", None))  # a CachedPrior: row versions
+    if precision not in ("fp32", "bf16"):
+        raise ValueError(f"precision must be fp32 or bf16, not {precision!r}")
+
+    def features(t: float) -> torch.Tensor:
+        """The network's per-position features of the window as it is now, at time t (fp32)."""
+        batch = {ch: x[ch].expand(len(labels), -1) for ch in model.channels}
+        with autocast(precision, device):
+            hidden = model.hidden(batch, torch.full((len(labels),), t, device=device), labels, offset=offsets)
+        return hidden.float()
 
     def reveal(t: float, p_reveal: float) -> None:
         """One reverse step at time t: reveal (an expected share `p_reveal` of) the masked tokens."""
@@ -215,8 +228,7 @@ def sample_window(
             quota = int(expected) + int(torch.rand((), generator=generator) < expected - int(expected))
         if quota == 0:
             return
-        batch = {ch: x[ch].expand(len(labels), -1) for ch in model.channels}
-        hidden = model.hidden(batch, torch.full((len(labels),), t, device=device), labels, offset=offsets)
+        hidden = features(t)
         allowed = None
         if rule_out:  # bool[L, V_event]: names each position may take given what is decided
             allowed = np.asarray(guide.allowed_event_mask(_partial(x, model, mask_ids, partial_fn), event_names),
@@ -346,8 +358,7 @@ def sample_window(
         # generated event given all the others, send the least likely back to MASK, redraw them.
         # Tokens revealed together in a step were drawn independently; a pair that contradicts
         # (an exit with a switch between it and its entry) is unlikely given its neighbours.
-        batch = {ch: x[ch].expand(len(labels), -1) for ch in model.channels}
-        hidden = model.hidden(batch, torch.full((len(labels),), 1.0 / steps, device=device), labels, offset=offsets)
+        hidden = features(1.0 / steps)
         score = torch.zeros(len(free), device=device)
         for ch in model.channels:
             logp = torch.log_softmax(_guided_logits(model, hidden[:, free], ch, guidance_scale), -1)
