@@ -64,12 +64,13 @@ NGRAM_WEIGHT = 1.0
 NGRAM_ROUNDS = 4
 # What the network trains in (model/precision.py): auto = bf16 autocast where the hardware does
 # bf16 natively. With the block convolutions written as shifted sums (model/denoiser.py) a
-# training step of the default light model took 0.84x the fp32 time (paired, 2 idle cores,
+# training step of the default light model took 0.77-0.84x the fp32 time (paired, 2 cores,
 # AVX512-BF16), and models trained so matched fp32 ones within the seeds' spread on gzip, sqlite
 # and stream (docs/model.md, "Precision").
 TRAIN_PRECISION = "auto"
-# What the network samples in: fp32. bf16 bought nothing measurable there (one window a call:
-# the same ~10 ms per network call either way through the whole pipeline), so traces stay fp32's.
+# What the network samples in: fp32. bf16 saved 0-6% of the guided pipeline's time (one window
+# a network call is too small a product to gain; benchmarks/bench_precision.py), not worth
+# moving every trace off fp32's.
 SAMPLE_PRECISION = "fp32"
 
 
