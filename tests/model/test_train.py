@@ -154,6 +154,7 @@ def test_bf16_training_follows_fp32_and_stays_seeded():
     for precision in ("fp32", "bf16", "bf16"):
         model_cfg, train_cfg = _cfgs(steps=12, precision=precision)
         _, _, state = train(data, None, channels="light", model_config=model_cfg, train_config=train_cfg)
+        assert state.precision == precision  # kept in state.json: what the model was trained in
         losses.setdefault(precision, []).append(np.array(state.train_loss))
     fp32, (bf16, again) = losses["fp32"][0], losses["bf16"]
     assert np.array_equal(bf16, again)

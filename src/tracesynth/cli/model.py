@@ -68,8 +68,7 @@ def train(
     """Train the diffusion generator; `torchrun --nproc_per_node N -m tracesynth train ...` for DDP."""
     from tracesynth.encoding import resolve_channels
     from tracesynth.model.config import ModelConfig, TrainConfig, phase_config, size_config
-    from tracesynth.model.precision import resolve_precision
-    from tracesynth.model.train import TrainCallbacks, resolve_device, train as run_training
+    from tracesynth.model.train import TrainCallbacks, train as run_training
 
     model_cfg = ModelConfig(context=context, **size_config(size, resolve_channels(channels)),
                             **phase_config(phase_events))
@@ -96,8 +95,8 @@ def train(
     if rank0:
         val = f", validation {state.val_loss[-1][1]:.3f} nats/event" if state.val_loss else ""
         held = "" if state.val_heldout else " (no held-out tail long enough: validated on training data)"
-        used = resolve_precision(precision, resolve_device(device))
-        console_err.print(f"trained {state.step} steps in {time.perf_counter() - start:.0f} s ({used}){val}{held} → {out}",
+        seconds = time.perf_counter() - start
+        console_err.print(f"trained {state.step} steps in {seconds:.0f} s ({state.precision}){val}{held} → {out}",
                           highlight=False)
 
 

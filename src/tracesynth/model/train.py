@@ -51,6 +51,7 @@ class TrainState:
     val_heldout: bool = True
     events_seen: int = 0
     seconds: float = 0.0
+    precision: str = ""  # what the network trained in, resolved (fp32 or bf16; "" before it was kept)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -234,7 +235,8 @@ def train(
         wrapped = torch.nn.parallel.DistributedDataParallel(
             _HiddenOnly(model), device_ids=[local_rank] if device.type == "cuda" else None)
     # bf16 autocast where the hardware does it natively (model/precision.py); the loss is fp32.
-    autocast = network_autocast(resolve_precision(cfg.precision, device), device)
+    state.precision = resolve_precision(cfg.precision, device)
+    autocast = network_autocast(state.precision, device)
     local = slice(rank, cfg.batch_size, world)
 
     def forward_loss(codes, labels, t, noisy, masked, weighting, offset):
