@@ -111,6 +111,22 @@ def test_resume_after_a_kill_continues_exactly(tmp_path):
     assert _same(_weights(straight), _weights(resumed))
 
 
+def test_a_resumed_run_keeps_the_precision_it_began_with(tmp_path):
+    mc, tc = _cfgs(8, precision="fp32")
+    straight, _, _ = train([periodic_trace()], tmp_path / "a", channels="light", model_config=mc, train_config=tc)
+
+    def kill(step):
+        if step == 4:
+            raise _Killed
+
+    with pytest.raises(_Killed):
+        train([periodic_trace()], tmp_path / "b", channels="light", model_config=mc, train_config=tc,
+              callbacks=TrainCallbacks(on_checkpoint=kill))
+    asked = TrainConfig(**{**tc.to_dict(), "precision": "bf16"})
+    resumed, _, state = train([periodic_trace()], tmp_path / "b", model_config=mc, train_config=asked, resume=True)
+    assert state.precision == "fp32" and _same(_weights(straight), _weights(resumed))
+
+
 def test_resume_without_checkpoint_is_a_config_error(tmp_path):
     mc, tc = _cfgs(2)
     with pytest.raises(ConfigError, match="no checkpoint"):

@@ -210,7 +210,9 @@ def train(
             raise ConfigError(f"--resume: no checkpoint in {out_dir}")
         model, encoder, saved_cfg, saved_state = load_model(out_dir, "cpu")
         model.train()
-        cfg = dataclasses.replace(saved_cfg or cfg, steps=cfg.steps, device=cfg.device, precision=cfg.precision)
+        # The saved precision stands (a resumed run continues as it began); a checkpoint saved
+        # before precision was kept resumes with `auto`.
+        cfg = dataclasses.replace(saved_cfg or cfg, steps=cfg.steps, device=cfg.device)
         state = TrainState(**{k: v for k, v in saved_state.items() if k in TrainState.__dataclass_fields__})
     else:
         encoder = TraceEncoder(channels).fit(traces)
