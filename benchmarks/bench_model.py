@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_model.py            # ~5-10 min on 2 cores
     .venv/bin/python benchmarks/bench_model.py --quick    # fewer repetitions
     .venv/bin/python benchmarks/bench_model.py --device cuda --threads 8
-    .venv/bin/python benchmarks/bench_model.py --precision fp32   # default auto: bf16 where native
+    .venv/bin/python benchmarks/bench_model.py --precision bf16   # default auto: bf16 on CUDA only
 
 Prints, for `light` and `full` at contexts 256, 1024, 4096 and 16384: training events/s,
 generation events/s and peak memory, the same for the AR reference (model/ar_reference.py,
@@ -16,8 +16,8 @@ names, 8 CPUs, ~100 process names); generation is measured as the pipeline runs 
 window continuing a known 25% prefix, 16 denoising steps, spread reveals as `TraceSynth`
 samples by default, new events per second (the network and the sampler: decoding events and
 writing them is not in it; the experiment grids' `gen_events_per_s` is the whole pipeline).
-Both models train and sample at the same `--precision` (model/precision.py; `auto` is what
-`tracesynth train` and `generate` use: bf16 autocast where the hardware does bf16 natively).
+Both models train and sample at the same `--precision` (model/precision.py; `auto`, training's
+default: bf16 autocast on CUDA, fp32 on CPU).
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=16, help="denoising steps per window")
     parser.add_argument("--contexts", default=",".join(map(str, CONTEXTS)))
     parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"],
-                        help="what both models run in (auto: bf16 where the hardware does it natively)")
+                        help="what both models run in (auto: bf16 on CUDA, fp32 on CPU)")
     parser.add_argument("--json", help="also write the figures to this JSON file")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()

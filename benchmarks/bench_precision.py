@@ -11,8 +11,8 @@ each run are warm-up and not timed. Sampling: one network call over a 4,096-even
 the sampler makes 16+ of per window). Pipeline: `TraceSynth.generate` of `--events` guided events
 with each saved model, both precisions alternating, in this process. Prints medians and the
 bf16/fp32 time ratio; the machine is noisy, so read the ratio, measured in the same run.
-`auto` picks bf16 only where the CPU does bf16 natively (model/precision.py); this script
-measures bf16 whatever the hardware, and says whether it is native.
+`auto` (training's default) picks bf16 on CUDA only (model/precision.py); this script measures
+bf16 on the CPU whatever it has, and says whether its bf16 is native.
 """
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ def test_train_writes_a_checkpoint_and_resume_continues(trained, capsys):
     # stderr is not a terminal here: progress comes as plain lines a log file keeps
     log = capsys.readouterr().err
     assert "train 9/9 100% loss" in log and "ev/s" in log, log
+    assert "trained 9 steps in " in log and " s (fp32), validation" in log, log  # auto: fp32 on a CPU
 
 
 @pytest.mark.parametrize("suffix", ["parquet", "csv", "jsonl"])

@@ -163,8 +163,8 @@ def test_ddp_two_gloo_processes_match_single_process(tmp_path):
 
 
 def test_bf16_training_follows_fp32_and_stays_seeded():
-    """bf16 autocast (the default where the CPU does bf16 natively) tracks fp32's losses on the
-    same data and seed, and is as reproducible; an unknown precision is refused up front."""
+    """bf16 autocast (opt-in on CPU, auto on CUDA) tracks fp32's losses on the same data and
+    seed, and is as reproducible; an unknown precision is refused up front."""
     data = [periodic_trace(600)]
     losses = {}
     for precision in ("fp32", "bf16", "bf16"):

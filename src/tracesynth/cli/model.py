@@ -59,8 +59,8 @@ def train(
     seed: int = typer.Option(0, "--seed", help="Seed: same seed, same model on CPU."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
     precision: str = typer.Option("auto", "--precision",
-                                  help="What the network trains in: auto (bf16 where the CPU or GPU does it "
-                                       "natively, else fp32), fp32 or bf16."),
+                                  help="What the network trains in: auto (bf16 on CUDA, fp32 on CPU), fp32 "
+                                       "or bf16 (on a CPU with native bf16: faster steps, see docs/model.md)."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the checkpoint in --out."),
     val_every: int = typer.Option(100, "--val-every", help="Validation loss every N steps (0: only at the end)."),
     checkpoint_every: int = typer.Option(100, "--checkpoint-every", help="Checkpoint every N steps."),
@@ -68,7 +68,8 @@ def train(
     """Train the diffusion generator; `torchrun --nproc_per_node N -m tracesynth train ...` for DDP."""
     from tracesynth.encoding import resolve_channels
     from tracesynth.model.config import ModelConfig, TrainConfig, phase_config, size_config
-    from tracesynth.model.train import TrainCallbacks, train as run_training
+    from tracesynth.model.precision import cpu_has_native_bf16
+    from tracesynth.model.train import TrainCallbacks, resolve_device, train as run_training
 
     model_cfg = ModelConfig(context=context, **size_config(size, resolve_channels(channels)),
                             **phase_config(phase_events))
@@ -96,7 +97,9 @@ def train(
         val = f", validation {state.val_loss[-1][1]:.3f} nats/event" if state.val_loss else ""
         held = "" if state.val_heldout else " (no held-out tail long enough: validated on training data)"
         seconds = time.perf_counter() - start
-        console_err.print(f"trained {state.step} steps in {seconds:.0f} s ({state.precision}){val}{held} → {out}",
+        emulated = state.precision == "bf16" and resolve_device(device).type == "cpu" and not cpu_has_native_bf16()
+        used = f"{state.precision}, emulated on this CPU: slower than fp32" if emulated else state.precision
+        console_err.print(f"trained {state.step} steps in {seconds:.0f} s ({used}){val}{held} → {out}",
                           highlight=False)
 
 
@@ -146,8 +149,8 @@ def generate(
                                           "drawn in, the prior recomputed between them (1 = once a step; "
                                           "default: the model's)."),
     precision: str = typer.Option(None, "--precision",
-                                  help="What the network samples in: fp32, bf16, or auto (bf16 where the CPU "
-                                       "or GPU does it natively, else fp32) (default: the model's, fp32)."),
+                                  help="What the network samples in: fp32, bf16, or auto (bf16 on CUDA, fp32 "
+                                       "on CPU) (default: the model's, fp32)."),
     constraints: str = typer.Option("guided", "--constraints", help="none, repair, or guided (guide + repair)."),
     format: str = typer.Option(None, "-f", "--format", help="parquet, csv, jsonl, text or ctf."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),

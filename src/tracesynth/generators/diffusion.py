@@ -62,15 +62,13 @@ NGRAM_WEIGHT = 1.0
 # from what the parts before decided (no extra network call): at 1, neighbours revealed in one
 # step ignore each other (build: 27% of 8-grams unseen in training; 4 parts: 12%).
 NGRAM_ROUNDS = 4
-# What the network trains in (model/precision.py): auto = bf16 autocast where the hardware does
-# bf16 natively. With the block convolutions written as shifted sums (model/denoiser.py) a
-# training step of the default light model took 0.77-0.84x the fp32 time (paired, 2 cores,
-# AVX512-BF16), and models trained so matched fp32 ones within the seeds' spread on gzip, sqlite
-# and stream (docs/model.md, "Precision").
+# What the network trains in (model/precision.py): auto = bf16 autocast on CUDA, fp32 on CPU.
+# On this project's CPUs (AVX512-BF16) bf16 made a training step 0.77-0.84x as long but a whole
+# default training only 0.93x at level quality, so it is opt-in there and CPU training stays
+# what the published fp32 results were trained in (docs/model.md, "Precision").
 TRAIN_PRECISION = "auto"
-# What the network samples in: fp32. bf16 saved 0-6% of the guided pipeline's time (one window
-# a network call is too small a product to gain; benchmarks/bench_precision.py), not worth
-# moving every trace off fp32's.
+# What the network samples in: fp32. bf16 saved 0-6% of the guided pipeline's time on CPU (one
+# window a network call is too small a product to gain; benchmarks/bench_precision.py).
 SAMPLE_PRECISION = "fp32"
 
 

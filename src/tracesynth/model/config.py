@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from tracesynth.errors import ConfigError
 
-#: What the network runs in (model/precision.py): auto = bf16 where the hardware does it natively.
+#: What the network runs in (model/precision.py): auto = bf16 on CUDA, fp32 on CPU.
 PRECISIONS = ("auto", "fp32", "bf16")
 
 
@@ -120,7 +120,7 @@ class TrainConfig:
     checkpoint_every: int = 100
     seed: int = 0
     device: str = "auto"
-    precision: str = "auto"       # what the network trains in: auto (bf16 where native), fp32, bf16
+    precision: str = "auto"       # what the network trains in: auto (bf16 on CUDA, fp32 on CPU), fp32, bf16
 
     def validate(self) -> TrainConfig:
         if self.steps < 1 or self.batch_size < 1 or self.lr <= 0:

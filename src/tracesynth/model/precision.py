@@ -1,16 +1,19 @@
-"""The number format the denoiser's network runs in when sampling: fp32, or bf16 autocast.
+"""The number format the denoiser's network runs in: fp32, or bf16 autocast.
 
-Sampling spends about half its time in the network (the rest in the n-gram prior, the draws and
-the guide), and on a CPU with native bf16 instructions (x86 AVX512-BF16 or AMX, Arm BF16) a bf16
-forward of the light model at context 4096 takes ~0.65 of the fp32 time. The output heads stay
-in fp32: the network's features come back as fp32 and the heads, the softmax and the draws see
-full precision, so a logit is not rounded to bf16's 8 bits of mantissa before it is sampled.
-`auto` picks bf16 only where the hardware runs it natively: emulated bf16 (AVX512 without
-BF16) is slower than fp32.
+`auto` (training's default) means bf16 autocast on a CUDA device that supports it, fp32 on a
+CPU; `bf16` asks for it anywhere. On a CPU with native bf16 instructions (x86 AVX512-BF16 or
+AMX, Arm BF16) a training step of the default light model takes 0.77-0.84x the fp32 time, but
+a whole default training run only 0.93x (encoding, n-gram tables, validation and checkpoints do
+not speed up), and the quality measured was level within the seeds' spread: on CPUs bf16 is
+opt-in, and the default keeps training what fp32 trains; sampling (one window a call) gains
+0-6% (docs/model.md, "Precision"). On a CPU without those instructions bf16 is emulated
+and slower than fp32: `cpu_has_native_bf16` tells which, from /proc/cpuinfo, since PyTorch has
+no public query for it (`torch.backends.mkldnn` reports whether oneDNN can *run* bf16,
+emulation included).
 
-PyTorch has no public query for native CPU bf16 (`torch.backends.mkldnn` reports whether
-oneDNN can *run* bf16, emulation included), so on Linux the CPU flags are read from
-/proc/cpuinfo; elsewhere `auto` means fp32 on CPU.
+When sampling, only the network's body runs under autocast: its features come back as fp32 and
+the output heads, the softmax and the draws see full precision, so a logit is not rounded to
+bf16's 8 bits of mantissa before it is sampled. Training computes its loss in fp32.
 """
 
 from __future__ import annotations
@@ -42,15 +45,15 @@ def cpu_has_native_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
 
 
 def resolve_precision(precision: str, device: torch.device | str) -> str:
-    """`fp32` or `bf16` for a requested precision on a device (`auto`: bf16 where native)."""
+    """`fp32` or `bf16` for a requested precision on a device (`auto`: bf16 on CUDA devices that
+    support it, else fp32)."""
     if precision not in PRECISIONS:
         raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     if precision != "auto":
         return precision
-    device = torch.device(device)
-    if device.type == "cuda":
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
-    return "bf16" if device.type == "cpu" and cpu_has_native_bf16() else "fp32"
+    if torch.device(device).type == "cuda" and torch.cuda.is_bf16_supported():
+        return "bf16"
+    return "fp32"
 
 
 def autocast(precision: str, device: torch.device | str):

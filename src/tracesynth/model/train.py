@@ -236,7 +236,7 @@ def train(
     if world > 1:
         wrapped = torch.nn.parallel.DistributedDataParallel(
             _HiddenOnly(model), device_ids=[local_rank] if device.type == "cuda" else None)
-    # bf16 autocast where the hardware does it natively (model/precision.py); the loss is fp32.
+    # bf16 autocast when asked or, with `auto`, on CUDA (model/precision.py); the loss is fp32.
     state.precision = resolve_precision(cfg.precision, device)
     autocast = network_autocast(state.precision, device)
     local = slice(rank, cfg.batch_size, world)
