@@ -94,8 +94,9 @@ class _Killed(Exception):
     pass
 
 
-def test_resume_after_a_kill_continues_exactly(tmp_path):
-    mc, tc = _cfgs(8)
+def _straight_and_resumed(tmp_path, mc, tc, resume_cfg):
+    """An uninterrupted run, and the same run killed after its step-4 checkpoint and resumed
+    with `resume_cfg`: (straight model, its state, resumed model, its state)."""
     straight, _, s_state = train([periodic_trace()], tmp_path / "a", channels="light", model_config=mc, train_config=tc)
 
     def kill(step):
@@ -105,7 +106,14 @@ def test_resume_after_a_kill_continues_exactly(tmp_path):
     with pytest.raises(_Killed):
         train([periodic_trace()], tmp_path / "b", channels="light", model_config=mc, train_config=tc,
               callbacks=TrainCallbacks(on_checkpoint=kill))
-    resumed, _, r_state = train([periodic_trace()], tmp_path / "b", model_config=mc, train_config=tc, resume=True)
+    resumed, _, r_state = train([periodic_trace()], tmp_path / "b", model_config=mc, train_config=resume_cfg,
+                                resume=True)
+    return straight, s_state, resumed, r_state
+
+
+def test_resume_after_a_kill_continues_exactly(tmp_path):
+    mc, tc = _cfgs(8)
+    straight, s_state, resumed, r_state = _straight_and_resumed(tmp_path, mc, tc, tc)
     assert r_state.step == 8
     assert r_state.train_loss == s_state.train_loss
     assert _same(_weights(straight), _weights(resumed))
@@ -113,17 +121,8 @@ def test_resume_after_a_kill_continues_exactly(tmp_path):
 
 def test_a_resumed_run_keeps_the_precision_it_began_with(tmp_path):
     mc, tc = _cfgs(8, precision="fp32")
-    straight, _, _ = train([periodic_trace()], tmp_path / "a", channels="light", model_config=mc, train_config=tc)
-
-    def kill(step):
-        if step == 4:
-            raise _Killed
-
-    with pytest.raises(_Killed):
-        train([periodic_trace()], tmp_path / "b", channels="light", model_config=mc, train_config=tc,
-              callbacks=TrainCallbacks(on_checkpoint=kill))
     asked = TrainConfig(**{**tc.to_dict(), "precision": "bf16"})
-    resumed, _, state = train([periodic_trace()], tmp_path / "b", model_config=mc, train_config=asked, resume=True)
+    straight, _, resumed, state = _straight_and_resumed(tmp_path, mc, tc, asked)
     assert state.precision == "fp32" and _same(_weights(straight), _weights(resumed))
 
 
