@@ -33,13 +33,11 @@ from model_dirs import model_dirs  # noqa: E402
 PRECISIONS = ("fp32", "bf16")
 
 
-def train_step_seconds(workload: str, steps: int, precision: str) -> float:
+def train_step_seconds(traces: list, steps: int, precision: str) -> float:
     """Median seconds per step (after 5 warm-up steps) of the default light training config."""
-    import tracesynth.datasets as ds
     from tracesynth.model.config import ModelConfig, TrainConfig, size_config
     from tracesynth.model.train import TrainCallbacks, train
 
-    traces = [ds.load(workload, run=r).with_meta(workload=workload) for r in (1, 2)]
     ticks: list[float] = []
     callbacks = TrainCallbacks(on_step=lambda *_: ticks.append(time.perf_counter()))
     train(traces, None, channels="light",
@@ -91,17 +89,20 @@ def main() -> int:
         return 2
     print(f"{torch.get_num_threads()} threads, native bf16: {'yes' if cpu_has_native_bf16() else 'no (emulated)'}, "
           f"load average {os.getloadavg()[0]:.1f}")
+    import tracesynth.datasets as ds
+
+    traces = [ds.load(args.workload, run=r).with_meta(workload=args.workload) for r in (1, 2)]
     rows = []
     train = {p: [] for p in PRECISIONS}
     for _ in range(args.repeats):
         for p in PRECISIONS:
-            train[p].append(train_step_seconds(args.workload, args.steps, p))
-    rows.append((f"training step ({args.workload}, 8 x 4096)", train, "s"))
+            train[p].append(train_step_seconds(traces, args.steps, p))
+    rows.append((f"training step ({args.workload}, 8 x 4096)", train))
     calls = {p: [] for p in PRECISIONS}
     for _ in range(args.repeats):
         for p in PRECISIONS:
             calls[p].append(network_call_seconds(p))
-    rows.append(("sampling network call (1 x 4096)", calls, "s"))
+    rows.append(("sampling network call (1 x 4096)", calls))
     if dirs:
         from tracesynth.generators.diffusion import TraceSynth
 
@@ -116,9 +117,9 @@ def main() -> int:
                     start = time.perf_counter()
                     gen.generate(args.events, workload, 0, constraints="guided")
                     spent[p].append(time.perf_counter() - start)
-            rows.append((f"guided pipeline, {workload} ({args.events:,} events)", spent, "s"))
+            rows.append((f"guided pipeline, {workload} ({args.events:,} events)", spent))
     print(f"{'what':44s} {'fp32':>10s} {'bf16':>10s}   bf16/fp32 time")
-    for name, values, _ in rows:
+    for name, values in rows:
         a, b = statistics.median(values["fp32"]), statistics.median(values["bf16"])
         print(f"{name:44s} {a * 1000:8.1f}ms {b * 1000:8.1f}ms   {b / a:.2f}x")
     return 0

@@ -12,9 +12,9 @@ first on PYTHONPATH of a child process; this checkout runs from its own `src/`. 
 fresh process (model load excluded from the timing). For changes meant to be faster without
 changing output, "identical" must say yes on every row. The machine is noisy: read the ratio,
 measured in the same run, not the rates. `--precision` sets the sampling precision of this
-checkout's runs (model/precision.py; default: the model's, auto); a revision from before the
+checkout's runs (model/precision.py; default: the model's, fp32); a revision from before the
 setting existed samples in fp32 whatever it says, so `--precision fp32` checks that this
-checkout's fp32 path still gives the baseline's traces, and `auto` measures what bf16 buys.
+checkout's fp32 path still gives the baseline's traces, and `bf16` measures what bf16 buys.
 """
 
 from __future__ import annotations
