@@ -463,3 +463,27 @@ def test_bf16_network_samples_valid_seeded_windows_close_to_fp32(full_model):
     assert (p - q).abs().max() < 0.05
     with pytest.raises(ValueError, match="precision must be fp32 or bf16"):
         sample_window(model, codes, none, 0, steps=1, precision="auto")
+
+
+def test_a_rows_draw_is_the_same_drawn_alone_or_with_every_row():
+    # The sampler draws only a step's winners, from the uniform number each row took when it
+    # was ranked: that is the same window as drawing every row and keeping the winners only if
+    # a row's class depends on its logits, its number and its temperature alone.
+    from tracesynth.sampling.sampler import _draw, _lookup, _uniforms
+
+    gen = torch.Generator().manual_seed(3)
+    logits = torch.randn(500, 71, generator=gen) * 3
+    logits[:, 5] = float("-inf")  # banned classes are never drawn
+    rows = torch.tensor([0, 7, 8, 250, 499])
+    for temperature in (1.0, 0.7, torch.rand(500, generator=gen) + 0.5):
+        u = _uniforms(len(logits), gen, temperature)
+        every = _lookup(logits, u, temperature)
+        alone = _lookup(logits[rows], u[rows], temperature[rows] if isinstance(temperature, torch.Tensor)
+                        else temperature)
+        assert torch.equal(every[rows], alone) and not (every == 5).any()
+    assert _uniforms(3, gen, 0.0) is None
+    assert torch.equal(_lookup(logits, None, 0.0), logits.argmax(-1))  # temperature 0: greedy
+    # and the draw still samples softmax(logits / T): frequencies of a 3-class row
+    probs = torch.tensor([0.6, 0.3, 0.1])
+    drawn = _draw(probs.log().expand(20000, 3).clone(), torch.Generator().manual_seed(0), 1.0)
+    assert np.allclose(np.bincount(drawn.numpy(), minlength=3) / 20000, probs.numpy(), atol=0.015)

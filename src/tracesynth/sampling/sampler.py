@@ -46,18 +46,34 @@ from tracesynth.sampling.copy_guard import CopyGuard, Edit
 PartialFn = Callable[[dict[str, np.ndarray], dict[str, np.ndarray]], dict[str, np.ndarray]]
 
 
-def _draw(logits: torch.Tensor, generator: torch.Generator, temperature: float | torch.Tensor) -> torch.Tensor:
-    """One class per row from softmax(logits / temperature) by inverse CDF: one uniform number
-    per row instead of one per class (Gumbel-max), which matters with 200-class heads.
-    `temperature` is one number, or one per row (all positive)."""
-    if isinstance(temperature, torch.Tensor):
-        temperature = temperature.to(logits.device, torch.float32)[:, None]
-    elif temperature <= 0:
+def _uniforms(n: int, generator: torch.Generator, temperature: float | torch.Tensor) -> torch.Tensor | None:
+    """The one uniform number per row that `_lookup` turns into a class (None for greedy rows:
+    temperature <= 0 draws nothing). Taken when a row is ranked, so the generator's stream
+    does not depend on which rows win."""
+    if not isinstance(temperature, torch.Tensor) and temperature <= 0:
+        return None
+    return torch.rand((n, 1), generator=generator)
+
+
+def _lookup(logits: torch.Tensor, u: torch.Tensor | None, temperature: float | torch.Tensor) -> torch.Tensor:
+    """One class per row from softmax(logits / temperature) by inverse CDF at `u` (from
+    `_uniforms`): one uniform number per row instead of one per class (Gumbel-max), which
+    matters with 200-class heads. `temperature` is one number, or one per row (all positive).
+    Rows are independent: a subset of rows gives the same classes as the whole."""
+    if u is None:
         return logits.argmax(-1)
-    probs = torch.softmax(logits.float() / temperature, dim=-1)
-    cdf = probs.cumsum(-1)
-    u = torch.rand((len(cdf), 1), generator=generator).to(logits.device) * cdf[:, -1:]
-    return torch.searchsorted(cdf, u).clamp_(max=logits.shape[-1] - 1).flatten()
+    logits = logits.float()
+    if isinstance(temperature, torch.Tensor):
+        logits = logits / temperature.to(logits.device, torch.float32)[:, None]
+    elif temperature != 1.0:
+        logits = logits / temperature
+    cdf = torch.softmax(logits, dim=-1).cumsum_(-1)
+    return torch.searchsorted(cdf, u.to(logits.device) * cdf[:, -1:]).clamp_(max=logits.shape[-1] - 1).flatten()
+
+
+def _draw(logits: torch.Tensor, generator: torch.Generator, temperature: float | torch.Tensor) -> torch.Tensor:
+    """`_lookup` at fresh uniforms: one class per row from softmax(logits / temperature)."""
+    return _lookup(logits, _uniforms(len(logits), generator, temperature), temperature)
 
 
 _SPREAD_BONUS = 1e4  # ranks every spread-eligible token above every other one
@@ -251,8 +267,11 @@ def sample_window(
                 break
 
     def _finish(ch: str, idx: torch.Tensor, logits: torch.Tensor, t: float, allowed):
-        """Tokens and ranking confidence (None in random order) of candidates `idx` of channel
-        `ch` from their logits (prior included): temperatures, bans and rules applied."""
+        """What ranking and drawing need of candidates `idx` of channel `ch`, from their logits
+        (prior included): the logits with temperatures, bans and rules applied, the uniform
+        number each row's draw will use, and the ranking confidence (None in random order).
+        The draw itself waits for the ranking (`_reveal_rows`): most candidates of a step are
+        not revealed in it, and a draw whose row loses is wasted work."""
         if ch in channel_temperature:
             logits = logits / channel_temperature[ch]
         if banned and banned.get(ch):
@@ -261,22 +280,28 @@ def sample_window(
             rows = allowed[idx.cpu().numpy()]
             rows[~rows.any(1)] = True  # nothing allowed: leave it to the re-mask and repair
             logits[torch.as_tensor(~rows, device=logits.device)] = float("-inf")
-        tokens = _draw(logits, generator, temperature_of(idx))
+        u = _uniforms(len(logits), generator, temperature_of(idx))
         if order == "random":
-            return tokens, None
+            return logits, u, None
         # How determined the position is (its most likely class), not how likely the drawn
         # token is: ranking by the drawn token would favour frequent values.
-        confidence = torch.log_softmax(logits, -1).max(-1).values
-        u = torch.rand(confidence.shape, generator=generator).to(device).clamp_(1e-10, 1.0)
-        return tokens, confidence - rank_noise * t * torch.log(-torch.log(u))
+        confidence = torch.log_softmax(logits, -1).amax(-1)
+        noise = torch.rand(confidence.shape, generator=generator).to(device).clamp_(1e-10, 1.0)
+        return logits, u, confidence - rank_noise * t * torch.log(-torch.log(noise))
+
+    def _reveal_rows(ch: str, cand: "_Candidates", rows: torch.Tensor) -> None:
+        """Draw candidates `rows` of channel `ch` from what `_finish` kept and write them."""
+        idx = cand.idx[rows]
+        u = None if cand.u is None else cand.u[rows]
+        x[ch][0, idx] = _lookup(cand.final[rows], u, temperature_of(idx)).to(x[ch].dtype)
 
     def _draw_part(base: dict, share: int, t: float, allowed) -> None:
-        """Keep the `share` surest still-masked candidates (all of them in random order) and
-        write them into the window. The first part draws every candidate; a later part redraws
-        only the event rows whose prior changed since (a draw whose distribution did not change
-        is as good as a fresh one: the ranking never looks at the drawn token), so a part costs
-        what the reveals before it changed, not the whole window again."""
-        drawn = []  # (channel, positions, tokens, confidence)
+        """Reveal the `share` surest still-masked candidates (all of them in random order). The
+        first part of a step ranks every candidate; a later part ranks again only the event
+        rows whose prior changed since (a ranking whose distribution did not change is as good
+        as a fresh one), so a part costs what the reveals before it changed, not the whole
+        window again."""
+        ranked = []  # (channel, candidates, rows still masked, confidence)
         for ch, cand in base.items():
             still = torch.nonzero(x[ch][0, cand.idx] == mask_ids[ch]).flatten()
             if len(still) == 0:
@@ -287,7 +312,7 @@ def sample_window(
                 # Only rows recomputed since this step's last look can have moved: compare those.
                 rows, positions = still.cpu().numpy(), cand.idx[still].cpu().numpy()
                 version = event_prior.refresh(x["event"][0].cpu().numpy(), positions)
-                if cand.tokens is None:
+                if cand.final is None:
                     moved = np.arange(len(rows))
                 else:
                     stale = np.flatnonzero(version != cand.version[rows])
@@ -297,36 +322,36 @@ def sample_window(
             elif with_prior:  # any callable: compare every row with what this step last saw
                 prior = event_prior(x["event"][0].cpu().numpy(), cand.idx[still].cpu().numpy())
                 redo = still
-                if cand.tokens is not None:
+                if cand.final is not None:
                     moved = np.flatnonzero((prior != cand.prior[still.cpu().numpy()]).any(1))
                     redo, prior = still[torch.as_tensor(moved, device=device)], prior[moved]
             else:
-                redo = still if cand.tokens is None else still[:0]
+                redo = still if cand.final is None else still[:0]
             if len(redo):
                 logits = cand.logits[redo]
                 if with_prior:
                     logits = logits + torch.as_tensor(prior, dtype=logits.dtype, device=logits.device)
-                tokens, confidence = _finish(ch, cand.idx[redo], logits, t, allowed)
-                cand.store(redo, tokens, confidence, prior)
-            drawn.append((ch, cand.idx[still], cand.tokens[still],
-                          None if cand.confidence is None else cand.confidence[still]))
-        if order != "random" and share < sum(len(d[1]) for d in drawn):
+                cand.store(redo, *_finish(ch, cand.idx[redo], logits, t, allowed), prior)
+            ranked.append((ch, cand, still, None if cand.confidence is None else cand.confidence[still]))
+        if order != "random" and share < sum(len(r[2]) for r in ranked):
             # One ranking over all channels: the first tokens of a window are revealed alone, so
             # channels agree (an event name and a gap drawn apart could contradict each other).
+            conf = [c for *_, c in ranked]
             if spread > 0:
-                drawn = [(ch, idx, tokens, conf + _SPREAD_BONUS * _local_best(conf, idx, len(x[ch][0]), spread))
-                         for ch, idx, tokens, conf in drawn]
-            pooled = torch.cat([d[3] for d in drawn])
+                conf = [c + _SPREAD_BONUS * _local_best(c, cand.idx[still], len(x[ch][0]), spread)
+                        for (ch, cand, still, _), c in zip(ranked, conf)]
+            pooled = torch.cat(conf)
             winners = torch.zeros(len(pooled), dtype=torch.bool, device=device)
             winners[torch.topk(pooled, share).indices] = True
-            kept, offset_ = [], 0
-            for ch, idx, tokens, conf in drawn:
-                sel = winners[offset_:offset_ + len(idx)]
-                kept.append((ch, idx[sel], tokens[sel], None))
-                offset_ += len(idx)
-            drawn = kept
-        for ch, idx, tokens, _ in drawn:
-            x[ch][0, idx] = tokens.to(x[ch].dtype)
+            offset_ = 0
+            for ch, cand, still, _ in ranked:
+                sel = winners[offset_:offset_ + len(still)]
+                offset_ += len(still)
+                if bool(sel.any()):
+                    _reveal_rows(ch, cand, still[sel])
+            return
+        for ch, cand, still, _ in ranked:
+            _reveal_rows(ch, cand, still)
 
     def remask(positions: torch.Tensor) -> None:
         for ch in model.channels:
@@ -422,12 +447,14 @@ def sample_window(
 
 class _Candidates:
     """One channel's candidates in one denoising step: their positions and logits (one network
-    call a step), and the latest draw of each (token, ranking confidence, the prior it saw),
-    which the step's later parts keep unless the prior of that row moved."""
+    call a step), and what the latest ranking of each row saw (its final logits, the uniform
+    number its draw will use, its confidence, the prior), which the step's later parts keep
+    unless the prior of that row moved."""
 
     def __init__(self, idx: torch.Tensor, logits: torch.Tensor):
         self.idx, self.logits = idx, logits
-        self.tokens: torch.Tensor | None = None
+        self.final: torch.Tensor | None = None
+        self.u: torch.Tensor | None = None
         self.confidence: torch.Tensor | None = None
         self.prior: np.ndarray | None = None
         self.version: np.ndarray | None = None  # the prior row version each row last compared
@@ -437,15 +464,19 @@ class _Candidates:
             self.version = np.full(len(self.idx), -1, dtype=np.int64)
         self.version[rows] = version
 
-    def store(self, rows: torch.Tensor, tokens: torch.Tensor, confidence: torch.Tensor | None,
-              prior: np.ndarray | None) -> None:
-        if self.tokens is None:
-            self.tokens = torch.zeros(len(self.idx), dtype=tokens.dtype, device=tokens.device)
+    def store(self, rows: torch.Tensor, final: torch.Tensor, u: torch.Tensor | None,
+              confidence: torch.Tensor | None, prior: np.ndarray | None) -> None:
+        if self.final is None:
+            self.final = torch.zeros((len(self.idx), final.shape[1]), dtype=final.dtype, device=final.device)
+            if u is not None:
+                self.u = torch.zeros((len(self.idx), 1), dtype=u.dtype, device=u.device)
             if confidence is not None:
                 self.confidence = torch.zeros(len(self.idx), dtype=confidence.dtype, device=confidence.device)
             if prior is not None:
                 self.prior = np.zeros((len(self.idx), prior.shape[1]), dtype=prior.dtype)
-        self.tokens[rows] = tokens
+        self.final[rows] = final
+        if u is not None:
+            self.u[rows] = u
         if confidence is not None:
             self.confidence[rows] = confidence
         if prior is not None:
