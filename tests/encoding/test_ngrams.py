@@ -114,6 +114,36 @@ def test_the_estimate_is_the_witten_bell_recursion_written_out(pybench):
             assert np.allclose(q[row], expected, rtol=1e-4, atol=1e-7)
 
 
+def test_every_order_looked_up_at_once_gives_the_order_by_order_numbers_exactly(pybench):
+    # The prior looks all orders of a row up in one merged table; the sampler's traces stay the
+    # same only if that is the loop's arithmetic float for float, on windows half decided or
+    # nearly all, rows near the edges included.
+    from tracesynth.evaluation.windows import KGramHasher
+
+    encoder, (_, _, run3) = pybench
+    ngrams = encoder.ngrams
+    rng = np.random.default_rng(4)
+    for share in (0.0, 0.1, 0.5, 0.9):
+        window = _masked_window(run3, int(rng.integers(0, len(run3) - 512)), share, ngrams.vocab_size, rng)
+        positions = np.sort(rng.choice(512, 200, replace=False))
+        positions[:2] = [0, 511]
+        for direction in ("left", "right"):
+            hasher = KGramHasher(window)
+            merged = ngrams._conditional(window, hasher, positions, "pybench", direction)
+            ngrams._merged[("pybench", direction)], kept = None, ngrams._merged[("pybench", direction)]
+            try:
+                loop = ngrams._conditional(window, hasher, positions, "pybench", direction)
+            finally:
+                ngrams._merged[("pybench", direction)] = kept
+            assert kept is not None and len(loop[0]) > 0
+            assert all(np.array_equal(a, b) for a, b in zip(merged, loop))
+    # two orders sharing a context hash (a 2^-64 chance): no merged table, the loop does it all
+    from tracesynth.encoding.ngrams import _Merged
+
+    table = ngrams.tables[("pybench", "left", 3)]
+    assert _Merged.build([table, table]) is None
+
+
 def test_contexts_seen_a_hundred_thousand_times_keep_a_finite_distribution():
     """scimark's loop: the same two events after the same 8-event context ~10^5 times, so each
     order scales the Witten-Bell row by ~10^-5 (the bug this guards against: a float32 row

@@ -92,6 +92,45 @@ class _Table:
         return out, self.totals[rows], self.distinct[rows]
 
 
+@dataclass
+class _Merged:
+    """Every order's contexts of one workload and direction in one sorted table, so that a
+    window's rows look all their orders up in one search instead of one per order (the prior is
+    recomputed for a few dozen rows at a time, thousands of times a trace: per-call overhead is
+    what it costs). Built only where no two orders share a context hash (else None)."""
+
+    keys: np.ndarray      # uint64, sorted unique over all orders
+    order: np.ndarray     # int64, the context's order
+    begin: np.ndarray     # int64, where its followers start in `targets` / `counts`
+    length: np.ndarray    # int64, how many followers it has
+    totals: np.ndarray    # float64, the order's table's totals of that row
+    distinct: np.ndarray  # float64
+    targets: np.ndarray   # int64, every order's tables' targets, one after the other
+    counts: np.ndarray    # float64
+
+    @classmethod
+    def build(cls, tables: list[_Table]) -> _Merged | None:
+        keys = np.concatenate([t.keys for t in tables])
+        if len(np.unique(keys)) != len(keys):
+            return None
+        sort = np.argsort(keys, kind="stable")
+        order = np.concatenate([np.full(len(t.keys), k + 1, np.int64) for k, t in enumerate(tables)])
+        offsets = np.cumsum([0] + [len(t.targets) for t in tables])
+        begin = np.concatenate([t.starts[:-1] + offset for t, offset in zip(tables, offsets)])
+        length = np.concatenate([np.diff(t.starts) for t in tables])
+        totals = np.concatenate([t.totals for t in tables])
+        distinct = np.concatenate([t.distinct for t in tables])
+        return cls(keys[sort], order[sort], begin[sort], length[sort], totals[sort], distinct[sort],
+                   np.concatenate([t.targets for t in tables]), np.concatenate([t.counts for t in tables]))
+
+    def lookup(self, hashes: np.ndarray, orders: np.ndarray) -> np.ndarray:
+        """Row of each (hash, order), -1 where training never had that context at that order."""
+        if not len(self.keys):
+            return np.full(len(hashes), -1, dtype=np.int64)
+        where = np.minimum(np.searchsorted(self.keys, hashes), len(self.keys) - 1)
+        return np.where((self.keys[where] == hashes) & (self.order[where] == orders), where, -1)
+
+
 class EventNGrams:
     """Left and right event-context counts up to order `k`, per workload (`fit`), and the
     log-ratio prior they give a window's undecided positions (`log_prior`)."""
@@ -104,6 +143,7 @@ class EventNGrams:
         self.k = k
         self.tables: dict[tuple[str, str, int], _Table] = dict(tables or {})  # (workload, direction, order)
         self.unigrams: dict[str, np.ndarray] = dict(unigrams or {})          # event counts per workload
+        self._merged: dict[tuple[str, str], _Merged | None] = {}             # built on first use
 
     @classmethod
     def fit(cls, sequences: Iterable[tuple[str, np.ndarray]], vocab_size: int, k: int = K) -> EventNGrams:
@@ -157,6 +197,13 @@ class EventNGrams:
         id), so a context that reaches one is never found and the recursion stops at the last
         decided event; only rows whose nearest neighbour is decided cost anything."""
         positions = np.asarray(positions, dtype=np.int64)
+        key = (workload, direction)
+        if key not in self._merged:
+            self._merged[key] = _Merged.build([self.tables[(workload, direction, k)] for k in range(1, self.k + 1)])
+        if self._merged[key] is not None:
+            fast = self._conditional_merged(self._merged[key], codes, hasher, positions, workload, direction)
+            if fast is not None:
+                return fast
         n = len(codes)
         base = self._base(workload)
         # q = weight_base · base + scale · acc, per row: each order's step
@@ -201,6 +248,44 @@ class EventNGrams:
                 scale[tiny] = 1.0
         q = weight_base[:, None] * base[None, :] + scale[:, None] * acc
         # float32 from here (it is added to float32 logits); below 1e-30 (-69 nats) is "never"
+        return rows, np.maximum(q, 1e-30).astype(np.float32), used
+
+    def _conditional_merged(self, merged: _Merged, codes, hasher, positions, workload: str, direction: str):
+        """`_conditional` with every order looked up at once: the same numbers, float for float
+        (the per-row products are `cumprod`s in order, the counts are added order by order with
+        `np.add.at`), or None where a row's scale would need folding (below 1e-100: contexts
+        seen ~10^5 times at more than eight orders), which the order-by-order loop does."""
+        n, k = len(codes), self.k
+        orders = np.arange(1, k + 1)
+        start = positions[:, None] - orders[None, :] if direction == "left" else \
+            np.broadcast_to(positions[:, None] + 1, (len(positions), k))
+        inside = (start >= 0) & (start <= n - orders[None, :])
+        found = np.full((len(positions), k), -1, dtype=np.int64)
+        cells = np.nonzero(inside)
+        if len(cells[0]):
+            cell_orders = orders[cells[1]]
+            found[cells] = merged.lookup(hasher.at(start[cells], cell_orders), cell_orders)
+        # a row's chain of contexts ends at its first order training never had
+        valid = np.logical_and.accumulate(found >= 0, axis=1)
+        used = valid.sum(1)
+        rows = np.flatnonzero(used)
+        found, valid, used = found[rows], valid[rows], used[rows]
+        total = np.where(valid, merged.totals[np.maximum(found, 0)], 0.0)
+        distinct = np.where(valid, merged.distinct[np.maximum(found, 0)], 1.0)
+        keep_share = np.where(valid, distinct / (total + distinct), 1.0)
+        scale = np.cumprod(keep_share, axis=1)
+        if (scale < 1e-100).any():
+            return None
+        weight_base = scale[:, -1]  # the same product: weight and scale are only folded apart
+        acc = np.zeros((len(rows), self.vocab_size))
+        order_index, row = np.nonzero(valid.T)  # sorted by order: np.add.at adds in that order
+        at = found[row, order_index]
+        begin, length = merged.begin[at], merged.length[at]
+        flat = np.repeat(begin - np.cumsum(length) + length, length) + np.arange(length.sum())
+        denominator = (total[row, order_index] + distinct[row, order_index]) * scale[row, order_index]
+        np.add.at(acc, (np.repeat(row, length), merged.targets[flat]),
+                  merged.counts[flat] / np.repeat(denominator, length))
+        q = weight_base[:, None] * self._base(workload)[None, :] + scale[:, -1][:, None] * acc
         return rows, np.maximum(q, 1e-30).astype(np.float32), used
 
     def log_prior(self, codes: np.ndarray, positions: np.ndarray, workload: str) -> np.ndarray:

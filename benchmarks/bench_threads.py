@@ -1,0 +1,139 @@
+"""How PyTorch's OpenMP threads wait between operations, measured on the sampler: a network
+call over a 4,096-event window and the whole guided pipeline of each trained model, under each
+wait setting, on an idle machine and with other processes busy on the cores, in one run.
+
+    .venv/bin/python benchmarks/bench_threads.py --models out/guide-rounds-ngram/models \\
+        [--workloads sqlite,tar,stream] [--events 16384] [--repeats 3] [--load 0,1,2] \\
+        [--settings passive,spin10k,default]
+
+The settings are environment variables of GNU OpenMP (libgomp, which PyTorch's Linux wheels
+ship): `passive` is OMP_WAIT_POLICY=PASSIVE (a thread with no work sleeps at once), `spinN` is
+GOMP_SPINCOUNT=N (it spins N times, ~N/100 µs, then sleeps), `default` sets neither (libgomp
+spins 300,000 times, ~3 ms). `--load K` runs K busy processes (pure-Python loops) while the
+settings take turns: a training run, a second sampler or a test suite on the same 2 cores is
+what the CLI must stay fast under. Every measurement is a fresh child process (model load not
+timed); settings alternate within a repeat. Prints medians and each setting's time ratio to
+`passive` under the same load; the machine is noisy, so read the ratios. The setting changes
+only how threads wait, never what they compute: traces are identical (checked: "same").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from model_dirs import model_dirs
+
+REPO = Path(__file__).resolve().parent.parent
+
+SETTINGS = {"passive": {"OMP_WAIT_POLICY": "PASSIVE"}, "default": {}}
+
+CHILD = r"""
+import hashlib, json, sys, time
+import numpy as np, torch
+from tracesynth.generators.diffusion import TraceSynth
+model_dir, workload, events = sys.argv[1], sys.argv[2], int(sys.argv[3])
+gen = TraceSynth.load(model_dir, device="cpu")
+model = gen.model_
+codes = {ch: torch.randint(0, v, (1, 4096), generator=torch.Generator().manual_seed(0))
+         for ch, v in model.config.vocab_sizes.items()}
+with torch.inference_mode():
+    for _ in range(3):
+        model.hidden(codes, torch.tensor([0.5]), torch.tensor([0]))
+    start = time.perf_counter()
+    for _ in range(20):
+        model.hidden(codes, torch.tensor([0.5]), torch.tensor([0]))
+    network = (time.perf_counter() - start) / 20
+gen.generate(1024, workload, 1, constraints="guided")  # warm-up
+start = time.perf_counter()
+trace = gen.generate(events, workload, 0, constraints="guided")
+seconds = time.perf_counter() - start
+digest = hashlib.sha256("\n".join(trace.column("event").to_pylist()).encode())
+digest.update(np.asarray(trace.column("ts").to_numpy()).tobytes())
+print(json.dumps({"network_ms": network * 1000, "events_per_s": events / seconds,
+                  "digest": digest.hexdigest()}))
+"""
+
+
+def setting_env(name: str) -> dict[str, str]:
+    if name in SETTINGS:
+        return SETTINGS[name]
+    if name.startswith("spin"):
+        count = name[4:].replace("k", "000")
+        if count.isdigit():
+            return {"GOMP_SPINCOUNT": count}
+    raise SystemExit(f"unknown setting {name!r}: passive, default or spinN (e.g. spin10k)")
+
+
+def _busy() -> None:
+    while True:
+        pass
+
+
+def _run(setting: str, model_dir: Path, workload: str, events: int) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env.update(setting_env(setting))
+    env["PYTHONPATH"] = str(REPO / "src")
+    out = subprocess.run([sys.executable, "-c", CHILD, str(model_dir), workload, str(events)],
+                         env=env, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"{model_dir.name} ({setting}): {out.stderr.strip().splitlines()[-1]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=Path, required=True, help="directory of tracesynth__W__... model dirs")
+    parser.add_argument("--workloads", default=None, help="comma-separated subset (default: every model found)")
+    parser.add_argument("--events", type=int, default=16384)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--load", default="0,2", help="comma-separated numbers of busy processes")
+    parser.add_argument("--settings", default="passive,spin10k,default")
+    args = parser.parse_args(argv)
+    settings = args.settings.split(",")
+    for name in settings:
+        setting_env(name)
+    loads = [int(k) for k in args.load.split(",")]
+    if args.events < 1 or args.repeats < 1 or any(k < 0 for k in loads):
+        parser.error("--events and --repeats must be positive, --load non-negative")
+    dirs = model_dirs(args.models, args.workloads)
+    if dirs is None:
+        return 2
+    print(f"# {os.cpu_count()} CPUs; {args.events} guided events per pipeline run; {args.repeats} repeats; "
+          f"medians; ratio = time / passive's under the same load")
+    print(f"{'workload':10s} {'load':>4s} {'setting':10s} {'net ms':>7s} {'ratio':>6s} {'events/s':>9s} "
+          f"{'ratio':>6s} same")
+    for model_dir in dirs:
+        workload = model_dir.name.split("__")[1]
+        for load in loads:
+            hogs = [multiprocessing.Process(target=_busy, daemon=True) for _ in range(load)]
+            for hog in hogs:
+                hog.start()
+            try:
+                runs: dict[str, list[dict]] = {s: [] for s in settings}
+                for _ in range(args.repeats):
+                    for s in settings:
+                        runs[s].append(_run(s, model_dir, workload, args.events))
+            finally:
+                for hog in hogs:
+                    hog.terminate()
+                    hog.join()
+            net = {s: statistics.median(r["network_ms"] for r in rs) for s, rs in runs.items()}
+            rate = {s: statistics.median(r["events_per_s"] for r in rs) for s, rs in runs.items()}
+            digests = {r["digest"] for rs in runs.values() for r in rs}
+            base = settings[0]
+            for s in settings:
+                print(f"{workload:10s} {load:4d} {s:10s} {net[s]:7.2f} {net[s] / net[base]:5.2f}x "
+                      f"{rate[s]:9,.0f} {rate[base] / rate[s]:5.2f}x {'yes' if len(digests) == 1 else 'NO'}",
+                      flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
