@@ -328,11 +328,16 @@ def sample_window(
             else:
                 redo = still if cand.final is None else still[:0]
             if len(redo):
-                logits = cand.logits[redo]
+                # `_finish` writes into its logits: they must be this part's own copy.
+                logits = cand.logits if len(redo) == len(cand.idx) else cand.logits.index_select(0, redo)
                 if with_prior:
                     logits = logits + torch.as_tensor(prior, dtype=logits.dtype, device=logits.device)
+                elif logits is cand.logits:
+                    logits = logits.clone()
                 cand.store(redo, *_finish(ch, cand.idx[redo], logits, t, allowed), prior)
-            ranked.append((ch, cand, still, None if cand.confidence is None else cand.confidence[still]))
+            every = len(still) == len(cand.idx)  # `still` is sorted and unique: every row, in order
+            ranked.append((ch, cand, still, None if cand.confidence is None else
+                           cand.confidence if every else cand.confidence.index_select(0, still)))
         if order != "random" and share < sum(len(r[2]) for r in ranked):
             # One ranking over all channels: the first tokens of a window are revealed alone, so
             # channels agree (an event name and a gap drawn apart could contradict each other).
@@ -466,6 +471,11 @@ class _Candidates:
 
     def store(self, rows: torch.Tensor, final: torch.Tensor, u: torch.Tensor | None,
               confidence: torch.Tensor | None, prior: np.ndarray | None) -> None:
+        if self.final is None and len(rows) == len(self.idx):  # every row, in order: keep them as they are
+            self.final, self.u, self.confidence = final, u, confidence
+            if prior is not None:
+                self.prior = np.asarray(prior).copy()
+            return
         if self.final is None:
             self.final = torch.zeros((len(self.idx), final.shape[1]), dtype=final.dtype, device=final.device)
             if u is not None:
