@@ -22,7 +22,7 @@ def trained(tmp_path_factory):
     shared_trace("bug446190").slice(0, 3000).with_meta(workload="bug").save(data)
     model = root / "model"
     assert main(["train", str(data), "-o", str(model), "--channels", "full", "--steps", "6",
-                 "--val-every", "3", "--checkpoint-every", "3", "--seed", "1", "--start-rate", "0.5", "--phase-events", "512", *TINY]) == 0
+                 "--val-every", "3", "--checkpoint-every", "3", "--seed", "1", "--start-rate", "0.5", "--phase-events", "512", "--ngram-order", "12", *TINY]) == 0
     return data, model
 
 
@@ -36,6 +36,7 @@ def test_train_writes_a_checkpoint_and_resume_continues(trained, capsys):
     assert main(["train", str(data), "-o", str(model), "--steps", "9", "--resume", *TINY]) == 0
     state = json.loads((model / "state.json").read_text())
     assert state["step"] == 9 and len(state["train_loss"]) == 9
+    assert json.loads((model / "config.json").read_text())["train"]["ngram_order"] == 12  # kept on resume
     # stderr is not a terminal here: progress comes as plain lines a log file keeps
     log = capsys.readouterr().err
     assert "train 9/9 100% loss" in log and "ev/s" in log, log
@@ -98,7 +99,7 @@ def test_generate_ngram_weight_uses_the_saved_counts_and_says_so(trained, tmp_pa
     _, model = trained
     assert (model / "ngrams.safetensors").exists()
     ngrams = load_model(model)[1].ngrams
-    assert ngrams.knows("bug") and ngrams.k == 8
+    assert ngrams.knows("bug") and ngrams.k == 12  # train --ngram-order 12
     traces, notes = {}, {}
     for weight, rounds in (("0", "1"), ("1", "4"), ("50", "2")):
         out = tmp_path / f"w{weight}.parquet"
@@ -109,7 +110,7 @@ def test_generate_ngram_weight_uses_the_saved_counts_and_says_so(trained, tmp_pa
         notes[weight] = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("n-gram prior"))
         traces[weight] = tracesynth.load(out).to_pandas()["event"].tolist()
     assert notes["0"] == "n-gram prior: off (--ngram-weight 0)"
-    assert notes["1"].startswith("n-gram prior: weight 1, 4 parts a step ")
+    assert notes["1"].startswith("n-gram prior: weight 1, 4 parts a step ") and "up to 12 decided" in notes["1"]
     assert notes["50"].startswith("n-gram prior: weight 50, 2 parts a step ")
     assert traces["0"] != traces["50"]  # the same seed draws other events once the counts weigh in
 
@@ -176,6 +177,8 @@ def test_bad_requests_fail_with_one_line_errors(trained, tmp_path, capsys):
     assert main(["generate", str(model), "-n", "10", "--ngram-rounds", "0", "-o", str(tmp_path / "x.parquet")]) == 2
     assert "--ngram-rounds must be >= 1" in capsys.readouterr().err
     assert main(["train", "no-such-thing", "-o", str(tmp_path / "m")]) == 2
+    assert main(["train", str(data), "-o", str(tmp_path / "m"), "--ngram-order", "0"]) == 2
+    assert not (tmp_path / "m").exists()
     assert main(["train", str(data), "-o", str(tmp_path / "m"), "--channels", "event,colour"]) == 2
     assert not (tmp_path / "x.parquet").exists()
 

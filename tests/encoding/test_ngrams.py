@@ -228,3 +228,14 @@ def test_the_cached_prior_recomputes_only_the_rows_a_reveal_can_move(pybench):
     # few more): about two rows a call, where "everything within k" would be ~8.
     assert asked[0] == first
     assert np.mean(asked[1:]) <= 3.0
+
+
+def test_the_encoder_counts_contexts_up_to_the_order_it_is_given(pybench):
+    from tracesynth.errors import ConfigError
+
+    runs = [ds.load("pybench", r) for r in (1, 2)]
+    encoder = TraceEncoder("light", ngram_order=3).fit(runs)
+    assert encoder.ngrams.k == 3 and ("pybench", "left", 3) in encoder.ngrams.tables
+    assert ("pybench", "left", 4) not in encoder.ngrams.tables
+    with pytest.raises(ConfigError, match="n-gram order must be 1-64"):
+        TraceEncoder("light", ngram_order=0)

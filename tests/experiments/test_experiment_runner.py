@@ -127,13 +127,15 @@ def test_config_sampling_settings_apply_to_saved_models(finished_run):
         loaded, _, _ = _trained_tracesynth(config, cell, 2, None, out, never)
         assert (loaded.spread, loaded.tid_temperature) == (spread, tid_temperature)
     assert saved.precision == "fp32"  # sampling precision: the default unless the config sets it
-    config.tracesynth = replace(config.tracesynth, sample_precision="bf16", train_precision="fp32")
+    config.tracesynth = replace(config.tracesynth, sample_precision="bf16", train_precision="fp32", ngram_order=5)
     loaded, _, _ = _trained_tracesynth(config, cell, 2, None, out, never)
     assert loaded.precision == "bf16"
+    assert loaded.encoder_.ngrams.k == 8  # a training setting: the saved model keeps its tables
     from tracesynth.experiments.runner import _tracesynth
 
     fresh = _tracesynth(config, cell, 2)
     assert (fresh.train_precision, fresh._configs()[1].precision, fresh.precision) == ("fp32", "fp32", "bf16")
+    assert fresh._configs()[1].ngram_order == 5
 
 
 def test_cli_run_logs_a_line_per_cell(finished_run, capsys):

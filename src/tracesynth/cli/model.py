@@ -61,6 +61,10 @@ def train(
     precision: str = typer.Option("auto", "--precision",
                                   help="What the network trains in: auto (bf16 on CUDA, fp32 on CPU), fp32 "
                                        "or bf16 (on a CPU with native bf16: faster steps, see docs/model.md)."),
+    ngram_order: int = typer.Option(8, "--ngram-order", min=1, max=64,
+                                    help="Longest context (events on each side) of the n-gram counts kept "
+                                         "for the sampler's prior; 32 with `generate --ngram-rounds 256` "
+                                         "samples closer to real, several times slower (docs/model.md)."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the checkpoint in --out."),
     val_every: int = typer.Option(100, "--val-every", help="Validation loss every N steps (0: only at the end)."),
     checkpoint_every: int = typer.Option(100, "--checkpoint-every", help="Checkpoint every N steps."),
@@ -75,6 +79,7 @@ def train(
                             **phase_config(phase_events))
     traces = load_training_data(data)
     train_cfg = TrainConfig(steps=steps, batch_size=batch_size, lr=lr, seed=seed, device=device, precision=precision,
+                            ngram_order=ngram_order,
                             val_every=val_every or steps, checkpoint_every=checkpoint_every,
                             **({} if start_rate is None else {"start_rate": start_rate}))
     rank0 = int(os.environ.get("RANK", 0)) == 0

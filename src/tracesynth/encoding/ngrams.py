@@ -32,7 +32,8 @@ import numpy as np
 
 from tracesynth.evaluation.windows import KGramHasher
 
-K = 8  # longest context, in events, on each side
+K = 8  # longest context, in events, on each side (the default; `fit(k=...)`, `train --ngram-order`)
+MAX_ORDER = 64
 DIRECTIONS = ("left", "right")
 
 

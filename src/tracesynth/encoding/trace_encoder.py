@@ -21,7 +21,7 @@ from tracesynth.encoding.channels import resolve_channels
 from tracesynth.encoding.dt import DtEncoder
 from tracesynth.encoding.ret import RetEncoder
 from tracesynth.encoding.copies import SpanTable
-from tracesynth.encoding.ngrams import EventNGrams
+from tracesynth.encoding.ngrams import K as NGRAM_ORDER, MAX_ORDER as MAX_NGRAM_ORDER, EventNGrams
 from tracesynth.encoding.serial import serial_syscalls
 from tracesynth.encoding.support import EventSupport
 from tracesynth.encoding.tid import TidAllocator, TidEncoder
@@ -48,8 +48,11 @@ def _gaps(ts: np.ndarray) -> np.ndarray:
 
 
 class TraceEncoder:
-    def __init__(self, channels: str | Sequence[str] = "light", tid_slots: int = 64):
+    def __init__(self, channels: str | Sequence[str] = "light", tid_slots: int = 64, ngram_order: int = NGRAM_ORDER):
         self.channels = resolve_channels(channels)
+        if not 1 <= ngram_order <= MAX_NGRAM_ORDER:
+            raise ConfigError(f"n-gram order must be 1-{MAX_NGRAM_ORDER}, not {ngram_order}")
+        self.ngram_order = ngram_order  # longest context of the n-gram prior, in events on each side
         self.event = CategoricalEncoder("event", unknown_label="unknown")
         self.dt = DtEncoder()
         self.tid = TidEncoder(tid_slots)
@@ -95,7 +98,7 @@ class TraceEncoder:
                                           if (t.meta.workload or "default") == w)
                        for w in self.workloads}
         self.copies = SpanTable.fit(codes)
-        self.ngrams = EventNGrams.fit(codes, self.event.vocab_size)
+        self.ngrams = EventNGrams.fit(codes, self.event.vocab_size, k=self.ngram_order)
         return self
 
     @property

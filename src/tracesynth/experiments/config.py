@@ -66,6 +66,7 @@ class TraceSynthSettings:
     device: str = "auto"
     start_rate: float | None = None  # share of training windows at a trace's first event (None: TrainConfig's)
     train_precision: str | None = None  # what the network trains in: auto, fp32, bf16 (None: default, auto)
+    ngram_order: int | None = None  # longest context of the n-gram tables, counted at training (None: 8)
     # Sampling settings apply to loaded models too (a run reusing saved models samples with them):
     spread: int | None = None  # spread reveals, in events (None: the sampler's default; 0: off)
     tid_temperature: float | None = None  # thread-id channel's temperature (None: the sampler's default)
@@ -287,6 +288,8 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
         _fail(source, "tracesynth.guide_rounds", f"must be 0 (off) or positive, got {ts.guide_rounds}")
     if ts.ngram_weight is not None and ts.ngram_weight < 0:
         _fail(source, "tracesynth.ngram_weight", f"must be 0 (off) or positive, got {ts.ngram_weight}")
+    if ts.ngram_order is not None and not 1 <= ts.ngram_order <= 64:
+        _fail(source, "tracesynth.ngram_order", f"must be 1-64, got {ts.ngram_order}")
     if ts.ngram_rounds is not None and ts.ngram_rounds < 1:
         _fail(source, "tracesynth.ngram_rounds", f"must be 1 or more, got {ts.ngram_rounds}")
     from tracesynth.model.precision import PRECISIONS  # (loads torch: only when validating)

@@ -213,6 +213,7 @@ def _tracesynth(config: ExperimentConfig, cell: Cell, steps: int):
                       device=ts.device, constraints="none", random_state=cell.training_seed,
                       **({} if ts.start_rate is None else {"start_rate": ts.start_rate}),
                       **({} if ts.train_precision is None else {"train_precision": ts.train_precision}),
+                      **({} if ts.ngram_order is None else {"ngram_order": ts.ngram_order}),
                       **_sampling_settings(ts))
 
 

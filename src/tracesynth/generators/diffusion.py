@@ -62,6 +62,10 @@ NGRAM_WEIGHT = 1.0
 # from what the parts before decided (no extra network call): at 1, neighbours revealed in one
 # step ignore each other (build: 27% of 8-grams unseen in training; 4 parts: 12%).
 NGRAM_ROUNDS = 4
+# The prior's longest context (training: the tables are counted then). 8 by default; 32 with
+# 256 parts a step (`train --ngram-order 32`, `generate --ngram-rounds 256`) is the slow,
+# closer-to-real mode (docs/model.md, "Sequential draws").
+NGRAM_ORDER = 8
 # What the network trains in (model/precision.py): auto = bf16 autocast on CUDA, fp32 on CPU.
 # On this project's CPUs (AVX512-BF16) bf16 made a training step 0.77-0.84x as long but a whole
 # default training only 0.93x at level quality, so it is opt-in there and CPU training stays
@@ -118,7 +122,8 @@ class TraceSynth(Generator):
                  tid_temperature: float = TID_TEMPERATURE, support_rounds: int = SUPPORT_ROUNDS,
                  copy_rounds: int = COPY_ROUNDS, serial_guide: bool = True, guide_rounds: int = GUIDE_ROUNDS,
                  ngram_weight: float = NGRAM_WEIGHT, ngram_rounds: int = NGRAM_ROUNDS,
-                 precision: str = SAMPLE_PRECISION, train_precision: str = TRAIN_PRECISION):
+                 precision: str = SAMPLE_PRECISION, train_precision: str = TRAIN_PRECISION,
+                 ngram_order: int = NGRAM_ORDER):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -146,13 +151,14 @@ class TraceSynth(Generator):
         self.ngram_rounds = ngram_rounds
         self.precision = precision  # sampling
         self.train_precision = train_precision
+        self.ngram_order = ngram_order  # training: the n-gram tables' longest context
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
                 "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state",
                 "corrector_steps", "start_temperature", "start_rate", "phase_events", "spread",
                 "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds", "ngram_weight",
-                "ngram_rounds", "precision", "train_precision")
+                "ngram_rounds", "precision", "train_precision", "ngram_order")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -160,7 +166,8 @@ class TraceSynth(Generator):
                             **phase_config(self.phase_events))
         train = TrainConfig(steps=self.train_steps, batch_size=self.batch_size, lr=self.lr,
                             seed=self.random_state, device=self.device, val_every=0, checkpoint_every=0,
-                            start_rate=self.start_rate, precision=self.train_precision)
+                            start_rate=self.start_rate, precision=self.train_precision,
+                            ngram_order=self.ngram_order)
         return model, train
 
     def _fit(self, traces_by_workload: dict[str, list[Trace]]) -> None:

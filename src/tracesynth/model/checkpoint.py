@@ -91,6 +91,8 @@ def load_model(directory: str | Path, device: str | torch.device = "cpu"
                 setattr(encoder, attribute, table.from_arrays(load_arrays(str(path))))
             except ValueError as exc:
                 raise ConfigError(f"{path}: {exc}") from None
+    if encoder.ngrams is not None:
+        encoder.ngram_order = encoder.ngrams.k
     train = TrainConfig.from_dict(config["train"]) if config.get("train") else None
     state_path = directory / "state.json"
     state = json.loads(state_path.read_text()) if state_path.exists() else {}

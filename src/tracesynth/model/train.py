@@ -215,7 +215,7 @@ def train(
         cfg = dataclasses.replace(saved_cfg or cfg, steps=cfg.steps, device=cfg.device)
         state = TrainState(**{k: v for k, v in saved_state.items() if k in TrainState.__dataclass_fields__})
     else:
-        encoder = TraceEncoder(channels).fit(traces)
+        encoder = TraceEncoder(channels, ngram_order=cfg.ngram_order).fit(traces)
         mc = dataclasses.replace(model_config or ModelConfig())
         longest = max(len(t) for t in traces)
         if longest < mc.context:  # short training data: a shorter window, same architecture
