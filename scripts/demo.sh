@@ -59,6 +59,13 @@ $TS generate "$OUT/model" -n "$N_GEN" --seed 0 --constraints guided \
 $TS export "$OUT/tracesynth.parquet" -f ctf -o "$OUT/tracesynth-ctf"
 $TS info "$OUT/tracesynth.parquet" --top 5
 
+step "7b. the same model drawing nearly one event at a time: 256 parts a step (--ngram-rounds 256)"
+# Every draw then sees the events decided just before it: fewer 8-grams no training run has and
+# windows closer to real (docs/model.md, "Sequential draws"), at 8-10x the sampling time, so the
+# demo draws ${DEMO_SEQUENTIAL_EVENTS:-8192} events; compare its unseen-8-gram line with step 7's.
+$TS generate "$OUT/model" -n "${DEMO_SEQUENTIAL_EVENTS:-8192}" --seed 0 --constraints guided --ngram-rounds 256 \
+    -o "$OUT/tracesynth-sequential.parquet"
+
 step "8. check both synthetic traces against kernel semantics; repair the Markov one"
 $TS check "$OUT/tracesynth.parquet" "$OUT/markov8.parquet" || true
 $TS repair "$OUT/markov8.parquet" -o "$OUT/markov8-repaired.parquet" --edits "$OUT/markov8-edits.jsonl"
