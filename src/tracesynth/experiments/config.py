@@ -288,8 +288,10 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
         _fail(source, "tracesynth.guide_rounds", f"must be 0 (off) or positive, got {ts.guide_rounds}")
     if ts.ngram_weight is not None and ts.ngram_weight < 0:
         _fail(source, "tracesynth.ngram_weight", f"must be 0 (off) or positive, got {ts.ngram_weight}")
-    if ts.ngram_order is not None and not 1 <= ts.ngram_order <= 64:
-        _fail(source, "tracesynth.ngram_order", f"must be 1-64, got {ts.ngram_order}")
+    from tracesynth.encoding.ngrams import MAX_ORDER
+
+    if ts.ngram_order is not None and not 1 <= ts.ngram_order <= MAX_ORDER:
+        _fail(source, "tracesynth.ngram_order", f"must be 1-{MAX_ORDER}, got {ts.ngram_order}")
     if ts.ngram_rounds is not None and ts.ngram_rounds < 1:
         _fail(source, "tracesynth.ngram_rounds", f"must be 1 or more, got {ts.ngram_rounds}")
     from tracesynth.model.precision import PRECISIONS  # (loads torch: only when validating)

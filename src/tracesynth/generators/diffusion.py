@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tracesynth.encoding.ngrams import K as NGRAM_K
 from tracesynth.errors import ConfigError
 from tracesynth.generators.base import Generator
 from tracesynth.model.config import START_RATE, ModelConfig, TrainConfig, phase_config, size_config
@@ -62,10 +63,10 @@ NGRAM_WEIGHT = 1.0
 # from what the parts before decided (no extra network call): at 1, neighbours revealed in one
 # step ignore each other (build: 27% of 8-grams unseen in training; 4 parts: 12%).
 NGRAM_ROUNDS = 4
-# The prior's longest context (training: the tables are counted then). 8 by default; 32 with
-# 256 parts a step (`train --ngram-order 32`, `generate --ngram-rounds 256`) is the slow,
-# closer-to-real mode (docs/model.md, "Sequential draws").
-NGRAM_ORDER = 8
+# The prior's longest context (training: the tables are counted then), encoding.ngrams.K = 8;
+# 32 with 256 parts a step (`train --ngram-order 32`, `generate --ngram-rounds 256`) is the
+# slow, closer-to-real mode (docs/model.md, "Sequential draws").
+NGRAM_ORDER = NGRAM_K
 # What the network trains in (model/precision.py): auto = bf16 autocast on CUDA, fp32 on CPU.
 # On this project's CPUs (AVX512-BF16) bf16 made a training step 0.77-0.84x as long but a whole
 # default training only 0.93x at level quality, so it is opt-in there and CPU training stays

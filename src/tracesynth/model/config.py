@@ -121,7 +121,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"
     precision: str = "auto"       # what the network trains in: auto (bf16 on CUDA, fp32 on CPU), fp32, bf16
-    ngram_order: int = 8          # longest context of the n-gram prior's tables, events on each side
+    ngram_order: int = 8          # longest context of the n-gram prior's tables, events on each side (encoding.ngrams.K)
 
     def validate(self) -> TrainConfig:
         if self.steps < 1 or self.batch_size < 1 or self.lr <= 0:
@@ -134,8 +134,10 @@ class TrainConfig:
             raise ConfigError(f"device must be auto, cpu or cuda, not {self.device!r}")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
-        if not 1 <= self.ngram_order <= 64:
-            raise ConfigError(f"n-gram order must be 1-64, not {self.ngram_order}")
+        from tracesynth.encoding.ngrams import MAX_ORDER
+
+        if not 1 <= self.ngram_order <= MAX_ORDER:
+            raise ConfigError(f"n-gram order must be 1-{MAX_ORDER}, not {self.ngram_order}")
         return self
 
     def to_dict(self) -> dict:
