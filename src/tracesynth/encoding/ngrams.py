@@ -33,8 +33,13 @@ import numpy as np
 from tracesynth.evaluation.windows import KGramHasher
 
 K = 8  # longest context, in events, on each side (the default; `fit(k=...)`, `train --ngram-order`)
-MAX_ORDER = 64
+MAX_ORDER = 64  # the longest `train --ngram-order` takes (tables grow with it: build's 1.5 MB at 8, 21 MB at 32)
 DIRECTIONS = ("left", "right")
+
+
+def _spans(begin: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """The indices begin[i], ..., begin[i] + length[i] - 1 of every span, one after the other."""
+    return np.repeat(begin - np.cumsum(length) + length, length) + np.arange(length.sum())
 
 
 @dataclass
@@ -80,9 +85,8 @@ class _Table:
         """(index into `rows`, following event, count) of every entry of those context rows."""
         begin = self.starts[rows]
         length = self.starts[rows + 1] - begin
-        which = np.repeat(np.arange(len(rows)), length)
-        flat = np.repeat(begin - np.cumsum(length) + length, length) + np.arange(length.sum())
-        return which, self.targets[flat], self.counts[flat]
+        flat = _spans(begin, length)
+        return np.repeat(np.arange(len(rows)), length), self.targets[flat], self.counts[flat]
 
     def dense(self, rows: np.ndarray, vocab: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(counts [len(rows), vocab], total per row, distinct followers per row): the rows
@@ -281,8 +285,8 @@ class EventNGrams:
         acc = np.zeros((len(rows), self.vocab_size))
         order_index, row = np.nonzero(valid.T)  # sorted by order: np.add.at adds in that order
         at = found[row, order_index]
-        begin, length = merged.begin[at], merged.length[at]
-        flat = np.repeat(begin - np.cumsum(length) + length, length) + np.arange(length.sum())
+        length = merged.length[at]
+        flat = _spans(merged.begin[at], length)
         denominator = (total[row, order_index] + distinct[row, order_index]) * scale[row, order_index]
         np.add.at(acc, (np.repeat(row, length), merged.targets[flat]),
                   merged.counts[flat] / np.repeat(denominator, length))
