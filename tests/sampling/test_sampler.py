@@ -469,7 +469,7 @@ def test_a_rows_draw_is_the_same_drawn_alone_or_with_every_row():
     # The sampler draws only a step's winners, from the uniform number each row took when it
     # was ranked: that is the same window as drawing every row and keeping the winners only if
     # a row's class depends on its logits, its number and its temperature alone.
-    from tracesynth.sampling.sampler import _draw, _lookup, _uniforms
+    from tracesynth.sampling.sampler import _lookup, _uniforms
 
     gen = torch.Generator().manual_seed(3)
     logits = torch.randn(500, 71, generator=gen) * 3
@@ -485,5 +485,5 @@ def test_a_rows_draw_is_the_same_drawn_alone_or_with_every_row():
     assert torch.equal(_lookup(logits, None, 0.0), logits.argmax(-1))  # temperature 0: greedy
     # and the draw still samples softmax(logits / T): frequencies of a 3-class row
     probs = torch.tensor([0.6, 0.3, 0.1])
-    drawn = _draw(probs.log().expand(20000, 3).clone(), torch.Generator().manual_seed(0), 1.0)
+    drawn = _lookup(probs.log().expand(20000, 3).clone(), _uniforms(20000, torch.Generator().manual_seed(0), 1.0), 1.0)
     assert np.allclose(np.bincount(drawn.numpy(), minlength=3) / 20000, probs.numpy(), atol=0.015)

@@ -71,11 +71,6 @@ def _lookup(logits: torch.Tensor, u: torch.Tensor | None, temperature: float | t
     return torch.searchsorted(cdf, u.to(logits.device) * cdf[:, -1:]).clamp_(max=logits.shape[-1] - 1).flatten()
 
 
-def _draw(logits: torch.Tensor, generator: torch.Generator, temperature: float | torch.Tensor) -> torch.Tensor:
-    """`_lookup` at fresh uniforms: one class per row from softmax(logits / temperature)."""
-    return _lookup(logits, _uniforms(len(logits), generator, temperature), temperature)
-
-
 _SPREAD_BONUS = 1e4  # ranks every spread-eligible token above every other one
 
 
