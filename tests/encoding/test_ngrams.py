@@ -159,6 +159,34 @@ def test_contexts_seen_a_hundred_thousand_times_keep_a_finite_distribution():
     assert used[0] == 16 and np.isclose(q.sum(), 1.0, atol=1e-5) and q[0].argmax() == 1 and q[0, 1] > 0.99
 
 
+
+def test_rows_whose_scale_folds_get_the_loops_numbers_exactly(monkeypatch):
+    """At 32 orders the same loop's rows scale by ~10^-5 per order and fold (below 1e-100); the
+    merged lookup adds those rows up one by one as the order-by-order loop does, float for
+    float, beside rows that need no folding (a short context, the edges)."""
+    from tracesynth.evaluation.windows import KGramHasher
+
+    loop = np.tile(np.array([1, 2]), 100_000)
+    loop[::1000] = 3
+    ngrams = EventNGrams.fit([("w", loop)], vocab_size=5, k=32)
+    window = np.tile(np.array([1, 2]), 48)
+    window[44] = 3
+    window[50:60] = 5  # undecided
+    positions = np.array([0, 3, 40, 45, 50, 55, 60, 95])
+    folded = []
+    real = EventNGrams._folded_row
+    monkeypatch.setattr(EventNGrams, "_folded_row", staticmethod(lambda *a: folded.append(1) or real(*a)))
+    for direction in ("left", "right"):
+        merged = ngrams._conditional(window, KGramHasher(window), positions, "w", direction)
+        ngrams._merged[("w", direction)], kept = None, ngrams._merged[("w", direction)]
+        try:
+            by_order = ngrams._conditional(window, KGramHasher(window), positions, "w", direction)
+        finally:
+            ngrams._merged[("w", direction)] = kept
+        assert kept is not None and all(np.array_equal(a, b) for a, b in zip(merged, by_order))
+        assert np.isfinite(merged[1]).all()
+    assert folded  # the case is exercised
+
 def _masked_window(run, start: int, share: float, mask: int, rng) -> np.ndarray:
     """512 events of a real run from `start`, a `share` of them sent to MASK."""
     window = run[start:start + 512].copy()
@@ -229,6 +257,32 @@ def test_the_cached_prior_recomputes_only_the_rows_a_reveal_can_move(pybench):
     assert asked[0] == first
     assert np.mean(asked[1:]) <= 3.0
 
+
+
+def test_a_few_changes_move_the_rows_the_whole_window_rule_moves(pybench, monkeypatch):
+    # A part of a denoising step changes one or two events: the cache looks within k of each
+    # change only, and must move exactly the rows the whole-window rule moves (edges, runs of
+    # decided events longer than k, neighbouring changes, re-masks, changes to MASK and back).
+    from tracesynth.encoding import ngrams as module
+
+    encoder, (_, _, run3) = pybench
+    mask = encoder.ngrams.vocab_size
+    cached = CachedPrior(encoder.ngrams, "pybench", 1.0)
+    rng = np.random.default_rng(7)
+    for trial in range(300):
+        share = (0.02, 0.3, 0.9)[trial % 3]
+        old = _masked_window(run3, int(rng.integers(0, len(run3) - 512)), share, mask, rng)
+        new = old.copy()
+        where = rng.choice(512, int(rng.integers(1, module._FEW_CHANGES + 1)), replace=False)
+        if trial % 4 == 0:
+            where[0] = (0, 511)[trial % 8 == 0]
+        new[where] = np.where(new[where] == mask, rng.integers(0, mask, len(where)), mask)
+        changed = old != new
+        near = cached._moved(old, new, changed)
+        monkeypatch.setattr(module, "_FEW_CHANGES", 0)
+        whole = cached._moved(old, new, changed)
+        monkeypatch.undo()
+        assert np.array_equal(near, whole), trial
 
 def test_the_encoder_counts_contexts_up_to_the_order_it_is_given(pybench):
     from tracesynth.errors import ConfigError

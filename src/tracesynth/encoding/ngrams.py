@@ -35,6 +35,7 @@ from tracesynth.evaluation.windows import KGramHasher
 K = 8  # longest context, in events, on each side (the default; `fit(k=...)`, `train --ngram-order`)
 MAX_ORDER = 64  # the longest `train --ngram-order` takes (tables grow with it: build's 1.5 MB at 8, 21 MB at 32)
 DIRECTIONS = ("left", "right")
+_FEW_CHANGES = 8  # CachedPrior: up to this many changed positions, look near each one only
 
 
 def _spans(begin: np.ndarray, length: np.ndarray) -> np.ndarray:
@@ -206,9 +207,7 @@ class EventNGrams:
         if key not in self._merged:
             self._merged[key] = _Merged.build([self.tables[(workload, direction, k)] for k in range(1, self.k + 1)])
         if self._merged[key] is not None:
-            fast = self._conditional_merged(self._merged[key], codes, hasher, positions, workload, direction)
-            if fast is not None:
-                return fast
+            return self._conditional_merged(self._merged[key], codes, hasher, positions, workload, direction)
         n = len(codes)
         base = self._base(workload)
         # q = weight_base · base + scale · acc, per row: each order's step
@@ -258,8 +257,8 @@ class EventNGrams:
     def _conditional_merged(self, merged: _Merged, codes, hasher, positions, workload: str, direction: str):
         """`_conditional` with every order looked up at once: the same numbers, float for float
         (the per-row products are `cumprod`s in order, the counts are added order by order with
-        `np.add.at`), or None where a row's scale would need folding (below 1e-100: contexts
-        seen ~10^5 times at more than eight orders), which the order-by-order loop does."""
+        `np.add.at`); a row whose scale would need folding (below 1e-100: contexts seen ~10^5
+        times at many orders) is added up on its own by `_folded_row`, as the loop does it."""
         n, k = len(codes), self.k
         orders = np.arange(1, k + 1)
         start = positions[:, None] - orders[None, :] if direction == "left" else \
@@ -279,19 +278,38 @@ class EventNGrams:
         distinct = np.where(valid, merged.distinct[np.maximum(found, 0)], 1.0)
         keep_share = np.where(valid, distinct / (total + distinct), 1.0)
         scale = np.cumprod(keep_share, axis=1)
-        if (scale < 1e-100).any():
-            return None
+        folds = (scale < 1e-100).any(1)  # rows the loop would fold: done one by one below
         weight_base = scale[:, -1]  # the same product: weight and scale are only folded apart
         acc = np.zeros((len(rows), self.vocab_size))
-        order_index, row = np.nonzero(valid.T)  # sorted by order: np.add.at adds in that order
+        order_index, row = np.nonzero((valid & ~folds[:, None]).T)  # by order: np.add.at adds in that order
         at = found[row, order_index]
         length = merged.length[at]
         flat = _spans(merged.begin[at], length)
         denominator = (total[row, order_index] + distinct[row, order_index]) * scale[row, order_index]
         np.add.at(acc, (np.repeat(row, length), merged.targets[flat]),
                   merged.counts[flat] / np.repeat(denominator, length))
-        q = weight_base[:, None] * self._base(workload)[None, :] + scale[:, -1][:, None] * acc
+        final_scale = scale[:, -1].copy()
+        for r in np.flatnonzero(folds):
+            final_scale[r] = self._folded_row(merged, found[r, :used[r]], acc[r])
+        q = weight_base[:, None] * self._base(workload)[None, :] + final_scale[:, None] * acc
         return rows, np.maximum(q, 1e-30).astype(np.float32), used
+
+    @staticmethod
+    def _folded_row(merged: _Merged, found: np.ndarray, acc: np.ndarray) -> float:
+        """One row's counts added into `acc` order by order with the loop's folding (its scale
+        multiplied into the row whenever it drops below 1e-100), the same operations in the same
+        order as `_conditional`'s loop; returns the scale left at the end. Only rows whose
+        contexts were seen ~10^5 times at many orders get here, a few per call at most."""
+        scale = 1.0
+        for at in found:
+            total, distinct = merged.totals[at], merged.distinct[at]
+            scale *= distinct / (total + distinct)
+            span = slice(merged.begin[at], merged.begin[at] + merged.length[at])
+            acc[merged.targets[span]] += merged.counts[span] / ((total + distinct) * scale)
+            if scale < 1e-100:
+                acc *= scale
+                scale = 1.0
+        return scale
 
     def log_prior(self, codes: np.ndarray, positions: np.ndarray, workload: str) -> np.ndarray:
         """log q(x | left) + log q(x | right) − 2 log q(x) per position ([len(positions), vocab],
@@ -301,9 +319,15 @@ class EventNGrams:
             return out
         log_base = np.log(self._base(workload)).astype(np.float32)
         codes = np.asarray(codes, dtype=np.int64)
-        hasher = KGramHasher(codes)
+        positions = np.asarray(positions, dtype=np.int64)
+        # Contexts reach k events either side: hash only that stretch of the window (a k-gram's
+        # hash does not depend on where it starts), which is all of it on the first call of a
+        # denoising step and a few dozen events when the sampler asks about two rows.
+        lo, hi = max(int(positions.min()) - self.k, 0), min(int(positions.max()) + self.k + 1, len(codes))
+        stretch = codes[lo:hi]
+        hasher = KGramHasher(stretch)
         for direction in DIRECTIONS:
-            rows, q, _ = self._conditional(codes, hasher, positions, workload, direction)
+            rows, q, _ = self._conditional(stretch, hasher, positions - lo, workload, direction)
             out[rows] += np.log(q) - log_base
         return out
 
@@ -391,6 +415,9 @@ class CachedPrior:
         changed position lies within k and no position undecided in both lies between them
         (a context stops at the first undecided event, so nothing beyond one matters)."""
         n, k, vocab = len(new), self.ngrams.k, self.ngrams.vocab_size
+        where = np.flatnonzero(changed)
+        if len(where) <= _FEW_CHANGES:
+            return self._moved_near(old, new, where)
         undecided = ((old < 0) | (old >= vocab)) & ((new < 0) | (new >= vocab)) & ~changed
         idx = np.arange(n)
         # left: the last change and the last undecided position strictly before each row
@@ -401,4 +428,24 @@ class CachedPrior:
         change_after = np.concatenate((np.minimum.accumulate(np.where(changed, idx, n)[::-1])[::-1][1:], [n]))
         stop_after = np.concatenate((np.minimum.accumulate(np.where(undecided, idx, n)[::-1])[::-1][1:], [n]))
         moved |= (change_after < n) & (change_after - idx <= k) & (stop_after > change_after)
+        return moved
+
+    def _moved_near(self, old: np.ndarray, new: np.ndarray, where: np.ndarray) -> np.ndarray:
+        """`_moved` for a few changed positions `where`, looking only within k of each: from a
+        change, the rows up to k away on either side, up to and including the first position
+        undecided in both `old` and `new` (a change nearer to a row moves it anyway: the union
+        over changes is the nearest-change rule above). What a part of a denoising step costs
+        when it reveals a token or two, instead of passes over the whole window."""
+        n, k, vocab = len(new), self.ngrams.k, self.ngrams.vocab_size
+        moved = np.zeros(n, dtype=bool)
+        changed = np.zeros(n, dtype=bool)
+        changed[where] = True
+        for c in where:
+            lo, hi = max(c - k, 0), min(c + k + 1, n)
+            a, b = old[lo:hi], new[lo:hi]
+            stop = np.flatnonzero(((a < 0) | (a >= vocab)) & ((b < 0) | (b >= vocab)) & ~changed[lo:hi]) + lo
+            right = stop[stop > c]
+            left = stop[stop < c]
+            moved[c + 1:(right[0] + 1 if len(right) else hi)] = True
+            moved[(left[-1] if len(left) else lo):c] = True
         return moved
