@@ -5,7 +5,7 @@ the two traces are identical (event names and timestamps).
 
     .venv/bin/python benchmarks/bench_revisions.py --models out/guide-rounds-ngram/models \\
         --baseline 472bcdb [--workloads sqlite,tar,stream] [--events 32768] [--repeats 2] \\
-        [--precision fp32]
+        [--precision fp32] [--ngram-rounds 256]
 
 The baseline's source is checked out with `git worktree` into a temporary directory and put
 first on PYTHONPATH of a child process; this checkout runs from its own `src/`. Each run is a
@@ -41,6 +41,8 @@ model_dir, workload, events, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), 
 gen = TraceSynth.load(model_dir, device="cpu")
 if sys.argv[5] != "-":
     gen.precision = sys.argv[5]
+if sys.argv[6] != "-":
+    gen.ngram_rounds = int(sys.argv[6])
 start = time.perf_counter()
 trace = gen.generate(events, workload, seed, constraints="guided")
 seconds = time.perf_counter() - start
@@ -51,10 +53,11 @@ print(json.dumps({"seconds": seconds, "digest": digest.hexdigest()}))
 """
 
 
-def _run(src: Path, model_dir: Path, workload: str, events: int, seed: int, precision: str | None = None) -> dict:
+def _run(src: Path, model_dir: Path, workload: str, events: int, seed: int, precision: str | None = None,
+         ngram_rounds: int | None = None) -> dict:
     env = {**os.environ, "PYTHONPATH": str(src)}
     out = subprocess.run([sys.executable, "-c", CHILD, str(model_dir), workload, str(events), str(seed),
-                          precision or "-"],
+                          precision or "-", "-" if ngram_rounds is None else str(ngram_rounds)],
                          env=env, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise SystemExit(f"{src}: generation failed for {model_dir.name}:\n{out.stderr.strip().splitlines()[-1]}")
@@ -71,9 +74,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], default=None,
                         help="this checkout's sampling precision (default: the model's)")
+    parser.add_argument("--ngram-rounds", type=int, default=None,
+                        help="parts per denoising step, for both revisions (default: the generator's; "
+                             "256 measures sequential draws, docs/model.md)")
     args = parser.parse_args(argv)
     if args.events < 1 or args.repeats < 1:
         parser.error("--events and --repeats must be positive")
+    if args.ngram_rounds is not None and args.ngram_rounds < 1:
+        parser.error("--ngram-rounds must be positive")
     dirs = model_dirs(args.models, args.workloads)
     if dirs is None:
         return 2
@@ -95,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
                 for _ in range(args.repeats):
                     for name, src in sources.items():
                         result = _run(src, d, workload, args.events, args.seed,
-                                      args.precision if src == REPO / "src" else None)
+                                      args.precision if src == REPO / "src" else None, args.ngram_rounds)
                         times[name].append(result["seconds"])
                         digests[name].add(result["digest"])
                 base = statistics.median(next(iter(times.values())))

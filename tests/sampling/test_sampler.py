@@ -487,3 +487,32 @@ def test_a_rows_draw_is_the_same_drawn_alone_or_with_every_row():
     probs = torch.tensor([0.6, 0.3, 0.1])
     drawn = _lookup(probs.log().expand(20000, 3).clone(), _uniforms(20000, torch.Generator().manual_seed(0), 1.0), 1.0)
     assert np.allclose(np.bincount(drawn.numpy(), minlength=3) / 20000, probs.numpy(), atol=0.015)
+
+
+def test_the_neighbourhood_best_kept_across_parts_is_a_fresh_max_every_time():
+    # Each part of a step reveals a few rows and gives a few others new confidences; the
+    # candidates keep who is the surest of its neighbourhood and look again only near those
+    # changes. The scores must be what a max over the whole window gives at every ranking
+    # (ties, the window's edges and rows with no open neighbour included).
+    from tracesynth.sampling.sampler import _SPREAD_BONUS, _Candidates
+
+    rng = np.random.default_rng(5)
+    length, spread = 300, 4
+    idx = np.sort(rng.choice(length, 200, replace=False))
+    cand = _Candidates(torch.as_tensor(idx), torch.zeros(len(idx), 3), length, spread)
+
+    def confidences(rows):
+        return torch.as_tensor(rng.choice([-0.5, -1.0, -2.0], len(rows)).astype(np.float32))  # many ties
+
+    cand.store(np.arange(len(idx)), torch.zeros(len(idx), 3), None, confidences(idx), None)
+    for part in range(60):
+        still = np.flatnonzero(cand.open)
+        window = np.full(length, -np.inf, dtype=np.float32)
+        window[idx[still]] = cand.conf[still]
+        best = np.array([window[max(p - spread, 0):p + spread + 1].max() for p in idx[still]])
+        expected = cand.conf[still] + np.float32(_SPREAD_BONUS) * (cand.conf[still] >= best).astype(np.float32)
+        assert np.array_equal(cand.scores(still), expected), part
+        cand.revealed(rng.choice(still, 3, replace=False))
+        moved = np.sort(rng.choice(np.flatnonzero(cand.open), 2, replace=False))
+        cand.store(moved, torch.zeros(2, 3), None, confidences(moved), None)
+    assert cand.open.sum() == 200 - 180

@@ -74,15 +74,6 @@ def _lookup(logits: torch.Tensor, u: torch.Tensor | None, temperature: float | t
 _SPREAD_BONUS = 1e4  # ranks every spread-eligible token above every other one
 
 
-def _local_best(confidence: torch.Tensor, idx: torch.Tensor, length: int, spread: int) -> torch.Tensor:
-    """1.0 where a candidate's confidence is the highest among the candidates of its channel
-    within `spread` positions on either side, else 0.0."""
-    full = torch.full((1, 1, length), float("-inf"), device=confidence.device)
-    full[0, 0, idx] = confidence
-    best = torch.nn.functional.max_pool1d(full, 2 * spread + 1, stride=1, padding=spread)[0, 0, idx]
-    return (confidence >= best).to(confidence.dtype)
-
-
 def time_points(steps: int, kind: str = "cosine") -> list[float]:
     """Diffusion times t_0 = 1 > t_1 > ... > t_steps = 0 of the reverse steps.
 
@@ -247,7 +238,8 @@ def sample_window(
         base = {}  # channel -> the step's candidates: positions, logits before the prior, draws
         for ch in model.channels:
             if len(candidates[ch]):
-                base[ch] = _Candidates(candidates[ch], _guided_logits(model, hidden[:, candidates[ch]], ch, guidance_scale))
+                base[ch] = _Candidates(candidates[ch], _guided_logits(model, hidden[:, candidates[ch]], ch, guidance_scale),
+                                       len(x[ch][0]), spread if order != "random" else 0)
         # With an n-gram prior the step's quota is spent in `prior_rounds` parts: the network
         # call is shared, the prior is recomputed from the events the parts before decided, so
         # neighbours revealed in one step no longer ignore each other.
@@ -284,73 +276,71 @@ def sample_window(
         noise = torch.rand(confidence.shape, generator=generator).to(device).clamp_(1e-10, 1.0)
         return logits, u, confidence - rank_noise * t * torch.log(-torch.log(noise))
 
-    def _reveal_rows(ch: str, cand: "_Candidates", rows: torch.Tensor) -> None:
+    def _reveal_rows(ch: str, cand: "_Candidates", rows: np.ndarray) -> None:
         """Draw candidates `rows` of channel `ch` from what `_finish` kept and write them."""
-        idx = cand.idx[rows]
-        u = None if cand.u is None else cand.u[rows]
-        x[ch][0, idx] = _lookup(cand.final[rows], u, temperature_of(idx)).to(x[ch].dtype)
+        at = torch.as_tensor(rows, device=device)
+        idx = cand.idx[at]
+        u = None if cand.u is None else cand.u[at]
+        x[ch][0, idx] = _lookup(cand.final[at], u, temperature_of(idx)).to(x[ch].dtype)
+        cand.revealed(rows)
 
     def _draw_part(base: dict, share: int, t: float, allowed) -> None:
         """Reveal the `share` surest still-masked candidates (all of them in random order). The
         first part of a step ranks every candidate; a later part ranks again only the event
         rows whose prior changed since (a ranking whose distribution did not change is as good
         as a fresh one), so a part costs what the reveals before it changed, not the whole
-        window again."""
-        ranked = []  # (channel, candidates, rows still masked, confidence)
+        window again. The bookkeeping (which rows are still masked, their confidences, which
+        are the surest of their neighbourhood) lives in numpy on the CPU and is updated where a
+        part changed something: with hundreds of parts a step, a part reveals a token or two."""
+        ranked = []  # (channel, candidates, rows still masked: sorted numpy indices)
         for ch, cand in base.items():
-            still = torch.nonzero(x[ch][0, cand.idx] == mask_ids[ch]).flatten()
+            still = np.flatnonzero(cand.open)
             if len(still) == 0:
                 continue
             with_prior = ch == "event" and event_prior is not None
             prior = None
             if with_prior and versioned:
                 # Only rows recomputed since this step's last look can have moved: compare those.
-                rows, positions = still.cpu().numpy(), cand.idx[still].cpu().numpy()
+                positions = cand.pos[still]
                 version = event_prior.refresh(x["event"][0].cpu().numpy(), positions)
-                if cand.final is None:
-                    moved = np.arange(len(rows))
-                else:
-                    stale = np.flatnonzero(version != cand.version[rows])
-                    moved = stale[(event_prior.rows[positions[stale]] != cand.prior[rows[stale]]).any(1)]
-                cand.remember(rows, version)
-                redo, prior = still[torch.as_tensor(moved, device=device)], event_prior.rows[positions[moved]]
-            elif with_prior:  # any callable: compare every row with what this step last saw
-                prior = event_prior(x["event"][0].cpu().numpy(), cand.idx[still].cpu().numpy())
                 redo = still
                 if cand.final is not None:
-                    moved = np.flatnonzero((prior != cand.prior[still.cpu().numpy()]).any(1))
-                    redo, prior = still[torch.as_tensor(moved, device=device)], prior[moved]
+                    stale = np.flatnonzero(version != cand.version[still])
+                    redo = still[stale[(event_prior.rows[positions[stale]] != cand.prior[still[stale]]).any(1)]]
+                cand.remember(still, version)
+                prior = event_prior.rows[cand.pos[redo]]
+            elif with_prior:  # any callable: compare every row with what this step last saw
+                prior = event_prior(x["event"][0].cpu().numpy(), cand.pos[still])
+                redo = still
+                if cand.final is not None:
+                    moved = np.flatnonzero((prior != cand.prior[still]).any(1))
+                    redo, prior = still[moved], prior[moved]
             else:
                 redo = still if cand.final is None else still[:0]
             if len(redo):
                 # `_finish` writes into its logits: they must be this part's own copy.
-                logits = cand.logits if len(redo) == len(cand.idx) else cand.logits.index_select(0, redo)
+                at = torch.as_tensor(redo, device=device)
+                logits = cand.logits if len(redo) == len(cand.idx) else cand.logits.index_select(0, at)
                 if with_prior:
                     logits = logits + torch.as_tensor(prior, dtype=logits.dtype, device=logits.device)
                 elif logits is cand.logits:
                     logits = logits.clone()
-                cand.store(redo, *_finish(ch, cand.idx[redo], logits, t, allowed), prior)
-            every = len(still) == len(cand.idx)  # `still` is sorted and unique: every row, in order
-            ranked.append((ch, cand, still, None if cand.confidence is None else
-                           cand.confidence if every else cand.confidence.index_select(0, still)))
+                cand.store(redo, *_finish(ch, cand.idx[at], logits, t, allowed), prior)
+            ranked.append((ch, cand, still))
         if order != "random" and share < sum(len(r[2]) for r in ranked):
             # One ranking over all channels: the first tokens of a window are revealed alone, so
             # channels agree (an event name and a gap drawn apart could contradict each other).
-            conf = [c for *_, c in ranked]
-            if spread > 0:
-                conf = [c + _SPREAD_BONUS * _local_best(c, cand.idx[still], len(x[ch][0]), spread)
-                        for (ch, cand, still, _), c in zip(ranked, conf)]
-            pooled = torch.cat(conf)
-            winners = torch.zeros(len(pooled), dtype=torch.bool, device=device)
-            winners[torch.topk(pooled, share).indices] = True
+            pooled = torch.from_numpy(np.concatenate([cand.scores(still) for _, cand, still in ranked]))
+            winners = np.zeros(len(pooled), dtype=bool)
+            winners[torch.topk(pooled, share).indices.numpy()] = True
             offset_ = 0
-            for ch, cand, still, _ in ranked:
+            for ch, cand, still in ranked:
                 sel = winners[offset_:offset_ + len(still)]
                 offset_ += len(still)
-                if bool(sel.any()):
+                if sel.any():
                     _reveal_rows(ch, cand, still[sel])
             return
-        for ch, cand, still, _ in ranked:
+        for ch, cand, still in ranked:
             _reveal_rows(ch, cand, still)
 
     def remask(positions: torch.Tensor) -> None:
@@ -447,45 +437,90 @@ def sample_window(
 
 class _Candidates:
     """One channel's candidates in one denoising step: their positions and logits (one network
-    call a step), and what the latest ranking of each row saw (its final logits, the uniform
-    number its draw will use, its confidence, the prior), which the step's later parts keep
-    unless the prior of that row moved."""
+    call a step), what the latest ranking of each row saw (its final logits, the uniform number
+    its draw will use, its confidence, the prior), which the step's later parts keep unless the
+    prior of that row moved, and which rows are still masked.
 
-    def __init__(self, idx: torch.Tensor, logits: torch.Tensor):
+    With `spread`, a row ranks first only if its confidence is the highest among the still
+    masked candidates within `spread` positions (`scores`): kept in `best` and recomputed, at
+    each ranking, only near the positions whose confidence or mask changed since the last one
+    (the same numbers as a fresh max over the window: a max is exact)."""
+
+    def __init__(self, idx: torch.Tensor, logits: torch.Tensor, length: int, spread: int = 0):
         self.idx, self.logits = idx, logits
+        self.pos = idx.cpu().numpy()
+        self.open = np.ones(len(self.pos), dtype=bool)  # still masked
         self.final: torch.Tensor | None = None
         self.u: torch.Tensor | None = None
-        self.confidence: torch.Tensor | None = None
+        self.conf: np.ndarray | None = None  # float32 confidence per row, on the CPU
         self.prior: np.ndarray | None = None
         self.version: np.ndarray | None = None  # the prior row version each row last compared
+        self.spread = spread
+        # the open rows' confidences at their positions, -inf elsewhere, `spread` of -inf either side
+        self.padded = np.full(length + 2 * spread, -np.inf, dtype=np.float32) if spread else None
+        self.best: np.ndarray | None = None  # 1.0 where a row is the surest of its neighbourhood
+        self.dirty: list[np.ndarray] = []  # positions changed since `best` was last brought up to date
 
     def remember(self, rows: np.ndarray, version: np.ndarray) -> None:
         if self.version is None:
             self.version = np.full(len(self.idx), -1, dtype=np.int64)
         self.version[rows] = version
 
-    def store(self, rows: torch.Tensor, final: torch.Tensor, u: torch.Tensor | None,
+    def store(self, rows: np.ndarray, final: torch.Tensor, u: torch.Tensor | None,
               confidence: torch.Tensor | None, prior: np.ndarray | None) -> None:
+        if confidence is not None:
+            conf = confidence.cpu().numpy()
+            if self.conf is None:
+                self.conf = np.zeros(len(self.idx), dtype=conf.dtype)
+            self.conf[rows] = conf
+            if self.padded is not None:
+                self.padded[self.pos[rows] + self.spread] = conf
+                self.dirty.append(self.pos[rows])
         if self.final is None and len(rows) == len(self.idx):  # every row, in order: keep them as they are
-            self.final, self.u, self.confidence = final, u, confidence
+            self.final, self.u = final, u
             if prior is not None:
                 self.prior = np.asarray(prior).copy()
             return
+        at = torch.as_tensor(rows, device=final.device)
         if self.final is None:
             self.final = torch.zeros((len(self.idx), final.shape[1]), dtype=final.dtype, device=final.device)
             if u is not None:
                 self.u = torch.zeros((len(self.idx), 1), dtype=u.dtype, device=u.device)
-            if confidence is not None:
-                self.confidence = torch.zeros(len(self.idx), dtype=confidence.dtype, device=confidence.device)
             if prior is not None:
                 self.prior = np.zeros((len(self.idx), prior.shape[1]), dtype=prior.dtype)
-        self.final[rows] = final
+        self.final[at] = final
         if u is not None:
-            self.u[rows] = u
-        if confidence is not None:
-            self.confidence[rows] = confidence
+            self.u[at] = u
         if prior is not None:
-            self.prior[rows.cpu().numpy()] = prior
+            self.prior[rows] = prior
+
+    def revealed(self, rows: np.ndarray) -> None:
+        self.open[rows] = False
+        if self.padded is not None:
+            self.padded[self.pos[rows] + self.spread] = -np.inf
+            self.dirty.append(self.pos[rows])
+
+    def scores(self, rows: np.ndarray) -> np.ndarray:
+        """What the ranking sorts `rows` (the open ones) by: the confidence, plus a bonus that
+        puts every row that is the surest within `spread` positions above every other one."""
+        if not self.spread:
+            return self.conf[rows]
+        width = 2 * self.spread + 1
+        if self.best is None:  # the step's first ranking: every open row
+            self.best = np.zeros(len(self.idx), dtype=np.float32)
+            near = np.flatnonzero(self.open)
+        else:
+            if not self.dirty:
+                return self.conf[rows] + np.float32(_SPREAD_BONUS) * self.best[rows]
+            changed = np.concatenate(self.dirty)
+            reach = np.zeros(len(self.padded), dtype=bool)  # padded positions within `spread` of a change
+            reach[(changed[:, None] + np.arange(width)).ravel()] = True
+            near = np.flatnonzero(self.open & reach[self.pos + self.spread])
+        self.dirty = []
+        if len(near):
+            windows = self.padded[self.pos[near][:, None] + np.arange(width)]
+            self.best[near] = self.conf[near] >= windows.max(1)
+        return self.conf[rows] + np.float32(_SPREAD_BONUS) * self.best[rows]
 
 
 def _apply(x: dict[str, torch.Tensor], edit: Edit, mask_ids: dict[str, int]) -> None:
