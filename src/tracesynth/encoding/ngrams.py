@@ -37,7 +37,7 @@ MAX_ORDER = 64  # the longest `train --ngram-order` takes (tables grow with it: 
 DIRECTIONS = ("left", "right")
 _FEW_CHANGES = 8  # CachedPrior: up to this many changed positions, look near each one only
 _MEMO_ROWS = 16  # log_prior's memo serves calls of up to this many positions
-_MEMO_SIZE = 50_000  # and is emptied when it holds more contexts than this (~30 MB at 71 events, k 32)
+_MEMO_SIZE = 50_000  # and is emptied when it holds more contexts than this (~40 MB at 71 events, k 32)
 
 
 def _spans(begin: np.ndarray, length: np.ndarray) -> np.ndarray:
