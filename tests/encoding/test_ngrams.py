@@ -287,22 +287,25 @@ def test_a_few_changes_move_the_rows_the_whole_window_rule_moves(pybench, monkey
 
 def test_terms_kept_by_context_give_the_prior_computed_afresh(pybench):
     # The memo keeps each side's term under the decided events it depends on; across windows
-    # and calls (contexts cut by MASK, by the window's edges, or k long) the prior must be the
-    # one computed without it, and contexts do come back (that is what it is for).
+    # and calls of any size (contexts cut by MASK, by the window's edges, or k long) the prior
+    # must be the one computed without it, and contexts do come back (that is what it is for).
     encoder, (_, _, run3) = pybench
     ngrams = encoder.ngrams
     rng = np.random.default_rng(11)
     memo: dict = {}
+    asked = 0
     for trial in range(200):
         window = _masked_window(run3, int(rng.integers(0, 4000)), (0.05, 0.3, 0.7)[trial % 3],
                                 ngrams.vocab_size, rng)
-        positions = np.sort(rng.choice(512, int(rng.integers(1, 9)), replace=False))
+        size = 300 if trial % 10 == 0 else int(rng.integers(1, 9))
+        positions = np.sort(rng.choice(512, size, replace=False))
         if trial % 5 == 0:
             positions[0] = 0
         expected = ngrams.log_prior(window, positions, "pybench")
         assert np.array_equal(ngrams.log_prior(window, positions, "pybench", memo), expected), trial
-    hits = 200 * 4.5 * 2 - len(memo)  # (rows asked, both sides) minus contexts computed
-    assert hits > 100
+        asked += 2 * size
+    assert 0 < len(memo) < asked / 3
+
 
 def test_the_encoder_counts_contexts_up_to_the_order_it_is_given(pybench):
     from tracesynth.errors import ConfigError

@@ -36,7 +36,6 @@ K = 8  # longest context, in events, on each side (the default; `fit(k=...)`, `t
 MAX_ORDER = 64  # the longest `train --ngram-order` takes (tables grow with it: build's 1.5 MB at 8, 21 MB at 32)
 DIRECTIONS = ("left", "right")
 _FEW_CHANGES = 8  # CachedPrior: up to this many changed positions, look near each one only
-_MEMO_ROWS = 16  # log_prior's memo serves calls of up to this many positions
 _MEMO_SIZE = 50_000  # and is emptied when it holds more contexts than this (~40 MB at 71 events, k 32)
 
 
@@ -320,10 +319,10 @@ class EventNGrams:
 
         `memo` (a dict the caller keeps, e.g. for one trace): a side's term depends only on the
         decided events between the position and the nearest undecided one (at most k), so it
-        is kept under those events and looked up, not recomputed, when they come back. The
-        sampler's parts ask about two rows at a time, and ~90% of those contexts were seen
-        earlier in the trace. Used for calls of up to `_MEMO_ROWS` positions (the same numbers:
-        a term is computed once, as it would be in any batch, and added in the same order)."""
+        is kept under those events (their count and k-gram hash) and looked up, not computed,
+        when they come back: 93-100% of the contexts a trace's sampler asks about were asked
+        about before. The same numbers: a term is computed once, as it would be in any batch,
+        and added in the same order."""
         out = np.zeros((len(positions), self.vocab_size), dtype=np.float32)
         if not self.knows(workload) or not len(positions):
             return out
@@ -337,32 +336,41 @@ class EventNGrams:
         stretch, at = codes[lo:hi], positions - lo
         hasher = KGramHasher(stretch)
         for direction in DIRECTIONS:
-            if memo is None or len(positions) > _MEMO_ROWS:
+            if memo is None:
                 rows, q, _ = self._conditional(stretch, hasher, at, workload, direction)
                 out[rows] += np.log(q) - log_base
                 continue
-            keys = [(workload, direction, self._context(stretch, p, direction).tobytes()) for p in at]
-            todo = [i for i, key in enumerate(keys) if key not in memo]
+            length = self._context_lengths(stretch, at, direction)
+            live = np.flatnonzero(length)  # rows with no decided neighbour on this side get nothing
+            if not len(live):
+                continue
+            starts = at[live] - length[live] if direction == "left" else at[live] + 1
+            keys = [(workload, direction, n, h) for n, h in
+                    zip(length[live].tolist(), hasher.at(starts, length[live]).tolist())]
+            todo = [j for j, key in enumerate(keys) if key not in memo]
             if todo:
-                rows, q, _ = self._conditional(stretch, hasher, at[todo], workload, direction)
+                rows, q, _ = self._conditional(stretch, hasher, at[live[todo]], workload, direction)
                 terms = dict(zip(rows.tolist(), np.log(q) - log_base))
-                for j, i in enumerate(todo):
-                    memo[keys[i]] = terms.get(j)  # None: no decided neighbour on this side
-            for i, key in enumerate(keys):
-                if memo[key] is not None:
-                    out[i] += memo[key]
+                for i, j in enumerate(todo):
+                    memo[keys[j]] = terms.get(i)  # None: training never had even its nearest event
+            hit = [j for j, key in enumerate(keys) if memo[key] is not None]
+            if hit:
+                out[live[hit]] += np.stack([memo[keys[j]] for j in hit])
         if memo is not None and len(memo) > _MEMO_SIZE:
             memo.clear()
         return out
 
-    def _context(self, codes: np.ndarray, p: int, direction: str) -> np.ndarray:
-        """The decided events next to position p on one side, up to k of them, stopping at the
-        first undecided one: all a side's term depends on."""
-        ctx = codes[max(p - self.k, 0):p] if direction == "left" else codes[p + 1:p + 1 + self.k]
-        stop = np.flatnonzero((ctx < 0) | (ctx >= self.vocab_size))
-        if not len(stop):
-            return ctx
-        return ctx[stop[-1] + 1:] if direction == "left" else ctx[:stop[0]]
+    def _context_lengths(self, codes: np.ndarray, positions: np.ndarray, direction: str) -> np.ndarray:
+        """How many decided events lie next to each position on one side before the first
+        undecided one or the window's edge, at most k: the events a side's term depends on."""
+        n = len(codes)
+        undecided = (codes < 0) | (codes >= self.vocab_size)
+        idx = np.arange(n)
+        if direction == "left":  # the last undecided position strictly before each position
+            stop = np.concatenate(([-1], np.maximum.accumulate(np.where(undecided, idx, -1))[:-1]))
+            return np.minimum(positions - 1 - stop[positions], self.k)
+        stop = np.concatenate((np.minimum.accumulate(np.where(undecided, idx, n)[::-1])[::-1][1:], [n]))
+        return np.minimum(stop[positions] - positions - 1, self.k)
 
     # --- persistence: tensors for safetensors ---------------------------------------------
     def to_arrays(self) -> dict[str, np.ndarray]:
