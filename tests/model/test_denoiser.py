@@ -41,3 +41,27 @@ def test_downsample_as_a_linear_map_is_the_strided_convolution():
     library = model.down(x.transpose(1, 2)).transpose(1, 2)
     assert library.shape == (2, 256 // model.config.downsample, model.config.d_global)
     assert torch.allclose(model._downsample(x), library, atol=1e-5)
+
+
+@pytest.mark.parametrize("size", ["tiny", "small", "medium"])
+def test_features_at_some_positions_are_those_of_the_whole_window(size):
+    """Sampling asks for the masked positions' features only; they must be the whole window's
+    at those positions, for a few rows, many, the edges, and a model of each size. (On this
+    project's machines they are bit-identical, and sampled traces with them: a short request
+    is padded so that its matrix product takes the kernel a long one does; which kernel a CPU
+    picks for how many rows is the BLAS library's business, so the test asks for float
+    closeness, and `benchmarks/bench_revisions.py` checks the traces.)"""
+    torch.manual_seed(1)
+    config = ModelConfig(context=512, vocab_sizes={"event": 20, "dt": 30}, **size_config(size, ["event", "dt"]))
+    model = Denoiser(config).eval()
+    codes = {ch: torch.randint(0, v + 1, (2, 512)) for ch, v in config.vocab_sizes.items()}
+    t, labels, offset = torch.tensor([0.3, 0.3]), torch.tensor([0, config.n_workloads]), torch.tensor([0, 0])
+    with torch.inference_mode():
+        whole = model.hidden(codes, t, labels, offset=offset)
+        for n in (1, 3, 15, 16, 40, 300, 511):
+            positions = torch.sort(torch.randperm(512)[:n]).values
+            positions[0] = 0 if n % 2 else 511
+            positions = torch.unique(positions)
+            some = model.hidden(codes, t, labels, offset=offset, positions=positions)
+            assert some.shape == (2, len(positions), config.d_local)
+            assert torch.allclose(some, whole[:, positions], atol=1e-5, rtol=0), n

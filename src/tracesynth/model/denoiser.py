@@ -23,6 +23,9 @@ from torch import nn
 from tracesynth.model.config import ModelConfig
 
 
+_MIN_ROWS = 16  # LocalBlock.at: the fewest rows it hands to a matrix product
+
+
 def _key(channel: str) -> str:
     """Module names for a channel ("cpu" alone would clash with nn.Module.cpu)."""
     return f"ch_{channel}"
@@ -44,6 +47,22 @@ class LocalBlock(nn.Module):
         else:
             h = self.conv(x.transpose(1, 2)).transpose(1, 2)
         return x + self.mlp(self.norm(h))
+
+    def at(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """`forward(x)[:, positions]` without the pointwise MLP at the other positions: the
+        convolution still reads every position, the LayerNorm and MLP (most of the block's
+        time) run on the rows asked for. Sampling asks for the masked positions only, a few
+        dozen in a corrector's short pass. Rows are independent, but a matrix product of fewer
+        than `_MIN_ROWS` rows takes another kernel on some CPUs whose rounding differs, so a
+        short request is padded with other rows and cut back: the rows come out as `forward`
+        gives them."""
+        h = self.conv(x.transpose(1, 2)).transpose(1, 2)
+        n = len(positions)
+        if n < _MIN_ROWS:
+            fill = torch.arange(min(_MIN_ROWS, x.shape[1]), device=positions.device)
+            positions = torch.cat([positions, fill[:max(len(fill) - n, 0)]])
+        out = x[:, positions] + self.mlp(self.norm(h[:, positions]))
+        return out[:, :n]
 
     def _shifted_conv(self, x: torch.Tensor) -> torch.Tensor:
         """The same depthwise convolution as `self.conv` (same weights; equal up to float
@@ -160,11 +179,15 @@ class Denoiser(nn.Module):
         return self.config.n_workloads
 
     def hidden(self, codes: dict[str, torch.Tensor], t: torch.Tensor, workload: torch.Tensor,
-               at_start: torch.Tensor | None = None, offset: torch.Tensor | None = None) -> torch.Tensor:
+               at_start: torch.Tensor | None = None, offset: torch.Tensor | None = None,
+               positions: torch.Tensor | None = None) -> torch.Tensor:
         """Per-position features (B, L, d_local); L must be a multiple of `downsample`.
         `offset` (B,) is the index in its trace of each window's first event (None: far from
         the start); `at_start` (B,) flags windows that begin a trace (default: offset == 0).
-        Models configured without `start_flag` / `trace_positions` ignore them."""
+        Models configured without `start_flag` / `trace_positions` ignore them. `positions`
+        (sorted indices): the features of those positions only, (B, len(positions), d_local),
+        the same numbers as `hidden(...)[:, positions]` with the last block's pointwise part
+        computed there alone (`LocalBlock.at`)."""
         r = self.config.downsample
         x = sum(self.embed[_key(ch)](codes[ch]) for ch in self.channels)
         b, n, _ = x.shape
@@ -192,9 +215,15 @@ class Denoiser(nn.Module):
             h = block(h, cos, sin)
         h = self.up(self.global_norm(h)).view(b, n, self.config.d_local)
         x = skip + h
-        for block in self.up_blocks:
+        if positions is None:
+            for block in self.up_blocks:
+                x = block(x)
+            return self.out_norm(x)
+        if not len(self.up_blocks):
+            return self.out_norm(x[:, positions])
+        for block in self.up_blocks[:-1]:
             x = block(x)
-        return self.out_norm(x)
+        return self.out_norm(self.up_blocks[-1].at(x, positions))
 
     def _downsample(self, x: torch.Tensor) -> torch.Tensor:
         """`self.down` (a conv whose stride is its kernel size, r) as what it is, one linear map

@@ -210,11 +210,15 @@ def sample_window(
     if precision not in ("fp32", "bf16"):
         raise ValueError(f"precision must be fp32 or bf16, not {precision!r}")
 
-    def features(t: float) -> torch.Tensor:
-        """The network's per-position features of the window as it is now, at time t (fp32)."""
+    def features(t: float, positions: torch.Tensor) -> torch.Tensor:
+        """The network's features (fp32) of the window as it is now, at time t, at `positions`
+        (sorted): the last block's pointwise layers run there only (`Denoiser.hidden`)."""
         batch = {ch: x[ch].expand(len(labels), -1) for ch in model.channels}
+        if len(positions) == len(x[model.channels[0]][0]):
+            positions = None  # every position: the plain forward pass
         with autocast(precision, device):
-            hidden = model.hidden(batch, torch.full((len(labels),), t, device=device), labels, offset=offsets)
+            hidden = model.hidden(batch, torch.full((len(labels),), t, device=device), labels, offset=offsets,
+                                  positions=positions)
         return hidden.float()
 
     def reveal(t: float, p_reveal: float) -> None:
@@ -230,7 +234,8 @@ def sample_window(
             quota = int(expected) + int(torch.rand((), generator=generator) < expected - int(expected))
         if quota == 0:
             return
-        hidden = features(t)
+        need = torch.unique(torch.cat([c for c in candidates.values()]))  # sorted
+        hidden = features(t, need)
         allowed = None
         if rule_out:  # bool[L, V_event]: names each position may take given what is decided
             allowed = np.asarray(guide.allowed_event_mask(_partial(x, model, mask_ids, partial_fn), event_names),
@@ -238,7 +243,8 @@ def sample_window(
         base = {}  # channel -> the step's candidates: positions, logits before the prior, draws
         for ch in model.channels:
             if len(candidates[ch]):
-                base[ch] = _Candidates(candidates[ch], _guided_logits(model, hidden[:, candidates[ch]], ch, guidance_scale),
+                rows = torch.searchsorted(need, candidates[ch])
+                base[ch] = _Candidates(candidates[ch], _guided_logits(model, hidden[:, rows], ch, guidance_scale),
                                        len(x[ch][0]), spread if order != "random" else 0)
         # With an n-gram prior the step's quota is spent in `prior_rounds` parts: the network
         # call is shared, the prior is recomputed from the events the parts before decided, so
@@ -373,10 +379,10 @@ def sample_window(
         # generated event given all the others, send the least likely back to MASK, redraw them.
         # Tokens revealed together in a step were drawn independently; a pair that contradicts
         # (an exit with a switch between it and its entry) is unlikely given its neighbours.
-        hidden = features(1.0 / steps)
+        hidden = features(1.0 / steps, free)
         score = torch.zeros(len(free), device=device)
         for ch in model.channels:
-            logp = torch.log_softmax(_guided_logits(model, hidden[:, free], ch, guidance_scale), -1)
+            logp = torch.log_softmax(_guided_logits(model, hidden, ch, guidance_scale), -1)
             score += logp.gather(1, x[ch][0, free][:, None]).flatten()
         remask(free[torch.topk(score, n_redraw, largest=False).indices])
         reveal(corrector_fraction, 1.0)
