@@ -61,7 +61,7 @@ $TS info "$OUT/tracesynth.parquet" --top 5
 
 step "7b. the same model drawing nearly one event at a time: 256 parts a step (--ngram-rounds 256)"
 # Every draw then sees the events decided just before it: fewer 8-grams no training run has and
-# windows closer to real on sqlite, pybench, stream and tar (docs/model.md, "Sequential draws"), at 8-10x
+# windows closer to real on sqlite, pybench, stream and tar (docs/model.md, "Sequential draws"), at 5-7x
 # the sampling time, so the demo draws ${DEMO_SEQUENTIAL_EVENTS:-8192} events. Compare its last
 # lines with step 7's: on scimark, whose loop is deterministic, it copies even more of the
 # training runs' long spans (every 256-event span in the run made for the README, against 87% in
