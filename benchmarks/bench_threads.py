@@ -1,20 +1,24 @@
-"""How PyTorch's OpenMP threads wait between operations, measured on the sampler: a network
-call over a 4,096-event window and the whole guided pipeline of each trained model, under each
-wait setting, on an idle machine and with other processes busy on the cores, in one run.
+"""How PyTorch's OpenMP threads wait between operations and where glibc's malloc takes memory,
+measured on the sampler: a network call over a 4,096-event window and the whole guided pipeline
+of each trained model, under each setting, on an idle machine and with other processes busy on
+the cores, in one run.
 
     .venv/bin/python benchmarks/bench_threads.py --models out/guide-rounds-ngram/models \\
         [--workloads sqlite,tar,stream] [--events 16384] [--repeats 3] [--load 0,1,2] \\
-        [--settings passive,spin10k,default]
+        [--settings passive,spin10k,default,passive+heap]
 
 The settings are environment variables of GNU OpenMP (libgomp, which PyTorch's Linux wheels
 ship): `passive` is OMP_WAIT_POLICY=PASSIVE (a thread with no work sleeps at once), `spinN` is
 GOMP_SPINCOUNT=N (it spins N times, ~N/100 µs, then sleeps), `default` sets neither (libgomp
 spins 300,000 times, ~3 ms). `--load K` runs K busy processes (pure-Python loops) while the
 settings take turns: a training run, a second sampler or a test suite on the same 2 cores is
-what the CLI must stay fast under. Every measurement is a fresh child process (model load not
+what the CLI must stay fast under. `heap` (combined with a wait setting by `+`) sets glibc's
+MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ to the values `tracesynth.runtime` gives
+mallopt at the CLI's start: blocks up to 32 MiB come from the heap and freed memory stays there,
+instead of being mapped from the kernel (fresh zeroed pages) each time. Every measurement is a fresh child process (model load not
 timed); settings alternate within a repeat. Prints medians and each setting's time ratio to
-`passive` under the same load; the machine is noisy, so read the ratios. The setting changes
-only how threads wait, never what they compute: traces are identical (checked: "same").
+`passive` under the same load; the machine is noisy, so read the ratios. The settings change
+only how threads wait and where memory comes from, never what is computed: traces are identical (checked: "same").
 """
 
 from __future__ import annotations
@@ -30,9 +34,13 @@ from pathlib import Path
 
 from model_dirs import model_dirs
 
+from tracesynth.runtime import MMAP_THRESHOLD, TRIM_THRESHOLD
+
 REPO = Path(__file__).resolve().parent.parent
 
-SETTINGS = {"passive": {"OMP_WAIT_POLICY": "PASSIVE"}, "default": {}}
+SETTINGS = {"passive": {"OMP_WAIT_POLICY": "PASSIVE"}, "default": {},
+            "heap": {"MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD), "MALLOC_TRIM_THRESHOLD_": str(TRIM_THRESHOLD)}}
+CLEARED = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
 
 CHILD = r"""
 import hashlib, json, sys, time
@@ -62,13 +70,17 @@ print(json.dumps({"network_ms": network * 1000, "events_per_s": events / seconds
 
 
 def setting_env(name: str) -> dict[str, str]:
-    if name in SETTINGS:
-        return SETTINGS[name]
-    if name.startswith("spin"):
-        count = name[4:].replace("k", "000")
-        if count.isdigit():
-            return {"GOMP_SPINCOUNT": count}
-    raise SystemExit(f"unknown setting {name!r}: passive, default or spinN (e.g. spin10k)")
+    """The environment of a setting: parts joined by `+`, e.g. `passive+heap`."""
+    env: dict[str, str] = {}
+    for part in name.split("+"):
+        if part in SETTINGS:
+            env.update(SETTINGS[part])
+        elif part.startswith("spin") and part[4:].replace("k", "000").isdigit():
+            env["GOMP_SPINCOUNT"] = part[4:].replace("k", "000")
+        else:
+            raise SystemExit(f"unknown setting {part!r}: passive, default, spinN (e.g. spin10k) "
+                             f"or heap, joined by +")
+    return env
 
 
 def _busy() -> None:
@@ -77,7 +89,7 @@ def _busy() -> None:
 
 
 def _run(setting: str, model_dir: Path, workload: str, events: int) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env = {k: v for k, v in os.environ.items() if k not in CLEARED}
     env.update(setting_env(setting))
     env["PYTHONPATH"] = str(REPO / "src")
     out = subprocess.run([sys.executable, "-c", CHILD, str(model_dir), workload, str(events)],
@@ -107,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"# {os.cpu_count()} CPUs; {args.events} guided events per pipeline run; {args.repeats} repeats; "
           f"medians; ratio = time / passive's under the same load")
-    print(f"{'workload':10s} {'load':>4s} {'setting':10s} {'net ms':>7s} {'ratio':>6s} {'events/s':>9s} "
+    print(f"{'workload':10s} {'load':>4s} {'setting':14s} {'net ms':>7s} {'ratio':>6s} {'events/s':>9s} "
           f"{'ratio':>6s} same")
     for model_dir in dirs:
         workload = model_dir.name.split("__")[1]
@@ -129,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             digests = {r["digest"] for rs in runs.values() for r in rs}
             base = settings[0]
             for s in settings:
-                print(f"{workload:10s} {load:4d} {s:10s} {net[s]:7.2f} {net[s] / net[base]:5.2f}x "
+                print(f"{workload:10s} {load:4d} {s:14s} {net[s]:7.2f} {net[s] / net[base]:5.2f}x "
                       f"{rate[s]:9,.0f} {rate[base] / rate[s]:5.2f}x {'yes' if len(digests) == 1 else 'NO'}",
                       flush=True)
     return 0

@@ -6,11 +6,6 @@ import os
 import time
 from pathlib import Path
 
-# OpenMP threads that spin while waiting make PyTorch several times slower as soon as another
-# process shares the cores (measured: 7-9x on a busy 2-core machine); passive waiting costs
-# nothing when the machine is idle. Only effective before torch is first imported.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 import typer
 
 from tracesynth.cli.app import app, console_err, progress
