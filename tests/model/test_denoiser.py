@@ -22,6 +22,20 @@ def test_shifted_sum_is_the_depthwise_convolution_forwards_and_backwards(dilatio
     assert all(torch.allclose(a, b, atol=1e-4) for a, b in zip(g_library, g_shifted))
 
 
+@pytest.mark.parametrize("dilation", [1, 8])
+def test_channels_last_route_is_the_depthwise_convolution(dilation):
+    """Sampling's route (no transposing copies) computes the library convolution; on this
+    machine's oneDNN kernel bit for bit, which keeps sampled traces unchanged."""
+    torch.manual_seed(dilation)
+    block = LocalBlock(64, 7, dilation, 2)
+    x = torch.randn(2, 512, 64)
+    with torch.no_grad():
+        library = block.conv(x.transpose(1, 2)).transpose(1, 2)
+        routed = block._channels_last_conv(x)
+    assert routed.shape == library.shape and routed.is_contiguous()
+    assert torch.allclose(library, routed, atol=1e-6)
+
+
 def test_training_and_sampling_paths_of_a_block_agree():
     """With gradients (training, CPU) the block takes the shifted sum, without (sampling) the
     library kernel: the same function either way."""

@@ -42,11 +42,29 @@ class LocalBlock(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(width, width * mlp_ratio), nn.GELU(), nn.Linear(width * mlp_ratio, width))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, L, D)
-        if torch.is_grad_enabled() and x.device.type == "cpu":
-            h = self._shifted_conv(x)
-        else:
-            h = self.conv(x.transpose(1, 2)).transpose(1, 2)
-        return x + self.mlp(self.norm(h))
+        return x + self.mlp(self.norm(self._conv(x)))
+
+    def _conv(self, x: torch.Tensor) -> torch.Tensor:
+        """The depthwise convolution of (B, L, D) rows, (B, L, D) out, by the fastest route."""
+        if x.device.type != "cpu":
+            return self.conv(x.transpose(1, 2)).transpose(1, 2)
+        if torch.is_grad_enabled():
+            return self._shifted_conv(x)
+        return self._channels_last_conv(x)
+
+    def _channels_last_conv(self, x: torch.Tensor) -> torch.Tensor:
+        """`self.conv` on CPU without transposing copies: (B, L, D) rows are already a
+        (B, D, 1, L) image in channels-last layout, which oneDNN's depthwise kernel reads and
+        writes as it is (the same function as `self.conv`; on this machine the same numbers bit for bit). The
+        transposed route copies the input to channels-first for the kernel and hands a strided
+        result to the LayerNorm after it: block conv + norm, one 4,096-event window, 1.4 ms
+        against 0.6 (sampling, where the network is most of the time)."""
+        conv = self.conv
+        b, n, d = x.shape
+        image = x.contiguous().view(b, 1, n, d).permute(0, 3, 1, 2)
+        out = F.conv2d(image, conv.weight.unsqueeze(2), conv.bias, padding=(0, conv.padding[0]),
+                       dilation=(1, conv.dilation[0]), groups=conv.groups)
+        return out.permute(0, 2, 3, 1).reshape(b, n, d)
 
     def at(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """`forward(x)[:, positions]` without the pointwise MLP at the other positions: the
@@ -56,7 +74,7 @@ class LocalBlock(nn.Module):
         than `_MIN_ROWS` rows takes another kernel on some CPUs whose rounding differs, so a
         short request is padded with other rows and cut back: the rows come out as `forward`
         gives them."""
-        h = self.conv(x.transpose(1, 2)).transpose(1, 2)
+        h = self._conv(x)
         n = len(positions)
         if n < _MIN_ROWS:
             fill = torch.arange(min(_MIN_ROWS, x.shape[1]), device=positions.device)
