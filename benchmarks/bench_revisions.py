@@ -9,7 +9,9 @@ the two traces are identical (event names and timestamps).
 
 The baseline's source is checked out with `git worktree` into a temporary directory and put
 first on PYTHONPATH of a child process; this checkout runs from its own `src/`. Each run is a
-fresh process (model load excluded from the timing). For changes meant to be faster without
+fresh process (model load excluded from the timing), set up as that revision's CLI sets
+itself up (`tracesynth.runtime`: passive OpenMP threads, glibc's malloc keeping freed memory;
+before that module existed, passive threads only; runs before 2026-12-04 set neither). For changes meant to be faster without
 changing output, "identical" must say yes on every row. The machine is noisy: read the ratio,
 measured in the same run, not the rates. `--precision` sets the sampling precision of this
 checkout's runs (model/precision.py; default: the model's, fp32); a revision from before the
@@ -34,7 +36,13 @@ REPO = Path(__file__).resolve().parent.parent
 
 # Runs in a child process under one revision's source: load, generate, time, fingerprint.
 CHILD = r"""
-import hashlib, json, sys, time
+import hashlib, json, os, sys, time
+try:  # the process as the revision's own CLI sets it up, before torch is loaded
+    from tracesynth.runtime import tune_cpu_process
+except ImportError:  # before tracesynth.runtime: the CLI set passive OpenMP threads only
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+else:
+    tune_cpu_process()
 import numpy as np
 from tracesynth.generators.diffusion import TraceSynth
 model_dir, workload, events, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
