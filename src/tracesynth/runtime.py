@@ -25,7 +25,6 @@ what is computed, only how threads wait and where memory comes from:
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 
 _M_TRIM_THRESHOLD = -1  # <malloc.h>
@@ -46,11 +45,8 @@ def keep_freed_memory(mmap_threshold: int = MMAP_THRESHOLD, trim: int = TRIM_THR
     if ("MALLOC_MMAP_THRESHOLD_" in os.environ or "MALLOC_TRIM_THRESHOLD_" in os.environ
             or "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", "")):
         return False
-    path = ctypes.util.find_library("c")
-    if path is None:
-        return False
-    try:
-        libc = ctypes.CDLL(path)
+    try:  # the process's own symbols, the C library's among them (no library search)
+        libc = ctypes.CDLL(None)
         mallopt = libc.mallopt
         libc.gnu_get_libc_version  # glibc only: musl's mallopt does nothing  # noqa: B018
     except (OSError, AttributeError):
