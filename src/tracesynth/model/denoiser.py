@@ -45,13 +45,10 @@ class LocalBlock(nn.Module):
         return x + self.mlp(self.norm(self._conv(x)))
 
     def _conv(self, x: torch.Tensor) -> torch.Tensor:
-        """The depthwise convolution of (B, L, D) rows, (B, L, D) out, by the fastest route. On
-        CPU, with gradients, the channels-last kernel is fast backwards at dilation 1 only
-        (forward and backward of one block, 8 windows of 4,096: 25-42 ms against 59-125 for
-        the shifted sum; at dilation 2-8 it is 1.4-2.1x slower than the shifted sum)."""
+        """The depthwise convolution of (B, L, D) rows, (B, L, D) out, by the fastest route."""
         if x.device.type != "cpu":
             return self.conv(x.transpose(1, 2)).transpose(1, 2)
-        if torch.is_grad_enabled() and self.conv.dilation[0] != 1:
+        if torch.is_grad_enabled():
             return self._shifted_conv(x)
         return self._channels_last_conv(x)
 
@@ -89,11 +86,14 @@ class LocalBlock(nn.Module):
     def _shifted_conv(self, x: torch.Tensor) -> torch.Tensor:
         """The same depthwise convolution as `self.conv` (same weights; equal up to float
         rounding), as a sum of K shifted, channel-scaled copies of the input. Training on CPU
-        only, at dilations above 1: PyTorch's CPU kernel for a depthwise dilated conv1d is slow
-        backwards (forward and backward of one block, 8 windows of 4,096: 82 ms fp32 / 107 ms
-        under bf16 autocast, against 45 / 51 ms this way, where the backward is elementwise),
-        while for sampling (no gradient, one window) the library kernel is faster (1.0 ms
-        against 1.4-2.4)."""
+        only: PyTorch's CPU kernel for a depthwise dilated conv1d is slow backwards (forward and
+        backward of one block, 8 windows of 4,096: 82 ms fp32 / 107 ms under bf16 autocast,
+        against 45 / 51 ms this way, where the backward is elementwise), while for sampling
+        (no gradient, one window) the library kernel is faster (1.0 ms against 1.4-2.4). At
+        dilation 1 the channels-last kernel (`_channels_last_conv`) is 2-3x faster than this
+        forwards and backwards, but a whole default-model training took 0.96-1.00x the time
+        with it and its weights differ by float rounding (`bench_revisions.py --train`), so
+        training stays here: the same seed keeps giving the published models bit for bit."""
         conv = self.conv
         k, dilation, length = conv.kernel_size[0], conv.dilation[0], x.shape[1]
         pad = conv.padding[0]
