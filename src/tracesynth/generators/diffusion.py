@@ -5,7 +5,9 @@
     gen.save("models/gzip"); TraceSynth.load("models/gzip")
 
 `fit` trains in memory (the CLI's `tracesynth train` adds checkpoints, resume and DDP); see
-docs/model.md for the encoding, the noise process, the network and the sampler.
+docs/model.md for the encoding, the noise process, the network and the sampler. On a CPU, call
+`tracesynth.runtime.tune_cpu_process()` first, before torch is imported, to sample as fast as
+the CLI does (passive OpenMP threads, freed memory kept in glibc's heap; same results).
 """
 
 from __future__ import annotations
