@@ -62,3 +62,19 @@ def test_empty_and_unknown_inputs(tmp_path):
         tracesynth.load(tmp_path)
     with pytest.raises(TraceFormatError, match="no such file"):
         tracesynth.load(tmp_path / "missing.parquet")
+
+
+@pytest.mark.parametrize("name,says", [
+    ("export.parquet", "named .parquet but not parquet data: no Parquet magic bytes 'PAR1'"),
+    ("export.csv", "named .csv but not csv data: its header line does not name both 'ts' and 'event'"),
+    ("export.jsonl", "named .jsonl but not jsonl data: its first line is not a JSON object"),
+])
+def test_a_table_name_over_other_content_says_what_the_content_lacks(tmp_path, name, says):
+    """A file named like a table format that none of the readers recognises (a corrupt or
+    mislabelled export) is refused with what its content lacks, the file named."""
+    bad = tmp_path / name
+    bad.write_bytes(b"\x00\x01 not a trace at all, @@@\nsecond line ###\n")
+    with pytest.raises(TraceFormatError, match="pass --format") as raised:
+        tracesynth.load(bad)
+    message = str(raised.value)
+    assert says in message and name in message
