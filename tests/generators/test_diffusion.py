@@ -33,6 +33,20 @@ def test_save_load_round_trip(tmp_path):
     assert loaded.sample(300, seed=1).events.equals(before.events)
 
 
+def test_foreign_generator_settings_in_a_saved_model_name_state_json(tmp_path):
+    import json
+
+    from tracesynth.errors import TraceFormatError
+
+    TraceSynth(channels="light", **TINY).fit([chain_trace(1500, seed=2)]).save(tmp_path / "model")
+    state_path = tmp_path / "model" / "state.json"
+    state = json.loads(state_path.read_text())
+    state["generator"]["warp_speed"] = 9  # a setting this version does not have
+    state_path.write_text(json.dumps(state))
+    with pytest.raises(TraceFormatError, match="state.json: its generator settings .*warp_speed"):
+        TraceSynth.load(tmp_path / "model", device="cpu")
+
+
 def test_full_model_fills_every_channel_light_leaves_them_null():
     train = chain_trace(3000, seed=2)
     full = TraceSynth(channels="full", **TINY).fit([train]).sample(500).to_pandas()

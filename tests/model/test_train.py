@@ -90,6 +90,37 @@ def test_a_damaged_hash_table_is_refused_naming_the_file(tmp_path):
         load_model(tmp_path / "m")
 
 
+def _damage_json(path, edit):
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("name,damage,says", [
+    ("model.safetensors", lambda p: p.write_bytes(p.read_bytes()[:100]), "not a readable safetensors file"),
+    ("ngrams.safetensors", lambda p: p.write_bytes(b"\x00" * 16), "not a readable safetensors file"),
+    ("config.json", lambda p: p.write_text('{"model": {\n  "context": 32,,\n}'),
+     r"config.json \(line 2, column 17\): not valid JSON"),
+    ("config.json", lambda p: _damage_json(p, lambda c: c["model"].update(d_local=c["model"]["d_local"] * 2)),
+     "model.safetensors: weights do not fit config.json's network"),
+    ("config.json", lambda p: _damage_json(p, lambda c: c["model"].update(colour="blue")),
+     "config.json: .*unexpected keyword argument 'colour'"),
+    ("encoder.json", lambda p: _damage_json(p, lambda e: e.pop("event")), "encoder.json: missing key 'event'"),
+    ("state.json", lambda p: p.write_text("[1, 2]"), "state.json: holds a JSON list, not an object"),
+])
+def test_a_damaged_model_directory_is_refused_naming_the_file(tmp_path, name, damage, says):
+    """A truncated, hand-edited or foreign file in a model directory gives one line naming the
+    file (and for JSON the line and column), never a library traceback."""
+    from tracesynth.errors import TraceFormatError
+
+    mc, tc = _cfgs(1)
+    train([periodic_trace()], tmp_path / "m", channels="light", model_config=mc, train_config=tc)
+    damage(tmp_path / "m" / name)
+    with pytest.raises(TraceFormatError, match=says) as raised:
+        load_model(tmp_path / "m")
+    assert "\n" not in str(raised.value) and "model directory is damaged" in str(raised.value)
+
+
 class _Killed(Exception):
     pass
 

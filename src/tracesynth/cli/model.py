@@ -201,10 +201,14 @@ def generate(
     with progress() as prog:
         task = prog.add_task("generate", total=n_events, rate="")
 
+        drawn = {"n": 0}
+
         def on_progress(k):
-            prog.advance(task, k)
-            done = prog.tasks[task].completed
-            prog.update(task, rate=f"{done / max(time.perf_counter() - start, 1e-9):,.0f} ev/s")
+            # The generator draws a margin beyond n_events (repair may drop events; the trace
+            # is cut to length after): the bar counts up to n_events, the rate counts all.
+            drawn["n"] += k
+            rate = drawn["n"] / max(time.perf_counter() - start, 1e-9)
+            prog.update(task, completed=min(drawn["n"], n_events), rate=f"{rate:,.0f} ev/s")
 
         trace = gen.generate(n_events, workload, seed, steps=steps, guidance_scale=guidance_scale,
                              constraints=constraints, on_progress=on_progress)

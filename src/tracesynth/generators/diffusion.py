@@ -268,7 +268,13 @@ class TraceSynth(Generator):
         params.setdefault("channels", list(encoder.channels))
         params["context"] = model.config.context
         params["device"] = device
-        gen = cls(**params)
+        try:
+            gen = cls(**params)
+        except (TypeError, ConfigError) as exc:  # a hand-edited or foreign state.json
+            from tracesynth.errors import TraceFormatError
+
+            raise TraceFormatError(Path(directory) / "state.json", None,
+                                   f"its generator settings are not TraceSynth's ({exc})") from None
         gen.model_, gen.encoder_, gen.train_config_ = model, encoder, train_cfg
         gen.workloads_ = list(encoder.workloads)
         return gen

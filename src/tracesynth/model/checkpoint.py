@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from safetensors.numpy import load_file as load_arrays
 from safetensors.numpy import save_file as save_arrays
 from safetensors.torch import load_file, save_file
@@ -27,7 +28,7 @@ from tracesynth.encoding.copies import SpanTable
 from tracesynth.encoding.ngrams import EventNGrams
 from tracesynth.encoding.support import EventSupport
 from tracesynth.encoding.trace_encoder import TraceEncoder
-from tracesynth.errors import ConfigError
+from tracesynth.errors import ConfigError, TraceFormatError
 from tracesynth.fileio import atomic_path
 from tracesynth.model.config import ModelConfig, TrainConfig, dumps
 from tracesynth.model.denoiser import Denoiser
@@ -73,29 +74,72 @@ def _check(directory: Path) -> None:
         raise ConfigError(f"{directory}: not a TraceSynth model directory (missing {', '.join(missing)})")
 
 
+_DAMAGED = "the model directory is damaged or not written by TraceSynth; train or copy it again"
+
+
+def _json(path: Path) -> dict:
+    """A model directory's JSON file; a damaged one is named with the line and column at fault."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise TraceFormatError(path, f"line {exc.lineno}, column {exc.colno}",
+                               f"not valid JSON ({exc.msg}); {_DAMAGED}") from None
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(path, exc.start, f"not UTF-8 text; {_DAMAGED}") from None
+    if not isinstance(data, dict):
+        raise TraceFormatError(path, None, f"holds a JSON {type(data).__name__}, not an object; {_DAMAGED}")
+    return data
+
+
+def _tensors(path: Path, loader):
+    """A safetensors file through `loader`; a truncated or foreign one is named, not a traceback."""
+    try:
+        return loader(str(path))
+    except SafetensorError as exc:
+        raise TraceFormatError(path, None, f"not a readable safetensors file ({exc}); {_DAMAGED}") from None
+
+
+def _parts(directory: Path, what: str, build):
+    """`build()` over parsed JSON: a missing key or a wrong value is named with its file."""
+    try:
+        return build()
+    except (KeyError, TypeError, ValueError, ConfigError) as exc:
+        detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0]
+        raise TraceFormatError(directory / what, None, f"{detail}; {_DAMAGED}") from None
+
+
 def load_model(directory: str | Path, device: str | torch.device = "cpu"
                ) -> tuple[Denoiser, TraceEncoder, TrainConfig | None, dict]:
     directory = Path(directory)
     _check(directory)
-    config = json.loads((directory / "config.json").read_text())
-    model = Denoiser(ModelConfig.from_dict(config["model"]))
-    model.load_state_dict(load_file(str(directory / "model.safetensors")))
+    config = _json(directory / "config.json")
+    model = _parts(directory, "config.json", lambda: Denoiser(ModelConfig.from_dict(config["model"])))
+    weights = _tensors(directory / "model.safetensors", load_file)
+    try:
+        model.load_state_dict(weights)
+    except RuntimeError as exc:  # names or shapes that are not this config's network
+        first = str(exc).splitlines()[1 if len(str(exc).splitlines()) > 1 else 0].strip()
+        raise TraceFormatError(directory / "model.safetensors", None,
+                               f"weights do not fit config.json's network ({first}); {_DAMAGED}") from None
     model.to(device).eval()
-    encoder = TraceEncoder.from_json((directory / "encoder.json").read_text())
+    encoder_data = _json(directory / "encoder.json")
+    encoder = _parts(directory, "encoder.json", lambda: TraceEncoder.from_json(encoder_data))
     for name, attribute, table in (("support.safetensors", "support", EventSupport),
                                    ("copies.safetensors", "copies", SpanTable),
                                    ("ngrams.safetensors", "ngrams", EventNGrams)):
         path = directory / name
         if path.exists():
+            arrays = _tensors(path, load_arrays)
             try:
-                setattr(encoder, attribute, table.from_arrays(load_arrays(str(path))))
-            except ValueError as exc:
+                setattr(encoder, attribute, table.from_arrays(arrays))
+            except (KeyError, ValueError) as exc:
                 raise ConfigError(f"{path}: {exc}") from None
     if encoder.ngrams is not None:
         encoder.ngram_order = encoder.ngrams.k
-    train = TrainConfig.from_dict(config["train"]) if config.get("train") else None
+    train = _parts(directory, "config.json",
+                   lambda: TrainConfig.from_dict(config["train"]) if config.get("train") else None)
     state_path = directory / "state.json"
-    state = json.loads(state_path.read_text()) if state_path.exists() else {}
+    state = _json(state_path) if state_path.exists() else {}
     return model, encoder, train, state
 
 
@@ -103,7 +147,7 @@ def load_optimizer(directory: str | Path, optimizer: torch.optim.Optimizer, stat
     path = Path(directory) / "optimizer.safetensors"
     if not path.exists():
         raise ConfigError(f"{directory}: no optimizer state to resume from")
-    tensors = load_file(str(path))
+    tensors = _tensors(path, load_file)
     per_param: dict[int, dict] = {}
     for key, value in tensors.items():
         idx, name = key.split(".", 1)
