@@ -53,3 +53,11 @@ def test_periodic_lines_follow_the_interval(monkeypatch):
     assert len(every) == 50 and every[-1].split(" · ")[0].endswith("generate 5,000")
     rare = _log_of(monkeypatch, 3600.0, drive)
     assert [line.split(" · ")[0][11:] for line in rare] == ["generate 100", "generate 5,000"]
+
+
+def test_version_is_printed(capsys):
+    from tracesynth import __version__
+    from tracesynth.cli import main
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"tracesynth {__version__}"

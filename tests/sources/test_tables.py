@@ -78,3 +78,13 @@ def test_a_table_name_over_other_content_says_what_the_content_lacks(tmp_path, n
         tracesynth.load(bad)
     message = str(raised.value)
     assert says in message and name in message
+
+
+def test_a_csv_value_that_does_not_convert_is_named_with_its_line(tmp_path):
+    """Arrow names the column and the value but not where; the error gives the line."""
+    rows = ["ts,event,cpu"] + [f"{1000 + i},syscall_entry_read,0" for i in range(5000)]
+    rows[3001] = "10x0,syscall_entry_read,0"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("\n".join(rows) + "\n")
+    with pytest.raises(TraceFormatError, match=r"bad.csv \(line 3002\): bad CSV .*invalid value '10x0'"):
+        tracesynth.load(bad)

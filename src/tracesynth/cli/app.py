@@ -20,6 +20,20 @@ console = Console()
 console_err = Console(stderr=True)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from tracesynth import __version__
+
+        console.print(f"tracesynth {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Learn from real Linux kernel traces and generate realistic synthetic ones."""
+
+
 #: Seconds between progress lines when stderr is not a terminal (a log file, CI, nohup).
 LOG_INTERVAL_S = 30.0
 

@@ -7,7 +7,9 @@ the matching sinks) is read when present.
 
 from __future__ import annotations
 
+import csv
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -98,11 +100,31 @@ class CsvReader(SourceReader):
             for batch in stream:
                 yield from conform(pa.Table.from_batches([batch])).to_batches()
         except pa.ArrowInvalid as exc:
-            raise TraceFormatError(self.path, _row_of(exc), f"bad CSV ({exc})") from None
+            raise TraceFormatError(self.path, _row_of(exc) or _line_of_bad_value(self.path, exc),
+                                   f"bad CSV ({exc})") from None
 
     def _invalid_row(self, row) -> str:
         self.meta.skipped_records += 1
         return "skip"
+
+
+_BAD_VALUE = re.compile(r"column #(\d+): CSV conversion error to [^:]+: invalid value '(.*)'", re.S)
+
+
+def _line_of_bad_value(path: Path, exc: Exception) -> str | None:
+    """The line of the value Arrow could not convert: its message names the column and the
+    value but not where (Arrow reads in blocks), so the error path reads the file again with the
+    csv module until that value turns up in that column."""
+    found = _BAD_VALUE.search(str(exc))
+    if not found:
+        return None
+    column, value = int(found.group(1)), found.group(2)
+    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+        reader = csv.reader(fh)
+        for row in reader:
+            if len(row) > column and row[column] == value and reader.line_num > 1:
+                return f"line {reader.line_num}"
+    return None
 
 
 def _row_of(exc: Exception) -> str | None:

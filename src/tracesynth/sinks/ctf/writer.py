@@ -25,7 +25,7 @@ from tracesynth.sinks.ctf.layout import LayoutCollector
 class CtfSink(SinkWriter):
     format = "ctf"
     description = "CTF 1.8 trace directory (LTTng kernel layout: one stream per CPU), via babeltrace2"
-    suffixes = ()
+    suffixes = (".ctf",)  # a directory named `trace.ctf`: what a user writing CTF types
     directory = True
 
     def write(self, batches: Iterable[pa.RecordBatch], meta: MetaArg, path: Path) -> int:
