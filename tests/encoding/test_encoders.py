@@ -72,6 +72,8 @@ def test_channel_presets_and_errors():
     assert resolve_channels("light") == ("event", "dt")
     assert resolve_channels("full") == ("event", "dt", "tid", "cpu", "ret", "procname")
     assert resolve_channels("tid,event") == ("event", "tid")
+    assert resolve_channels("light,tid") == ("event", "dt", "tid")  # a preset inside a list
+    assert resolve_channels(["procname", "light", "dt"]) == ("event", "dt", "procname")
     with pytest.raises(ConfigError, match="unknown channel"):
         resolve_channels("event,colour")
     with pytest.raises(ConfigError, match="must include 'event'"):

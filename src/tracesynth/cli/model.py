@@ -38,7 +38,7 @@ def load_training_data(items: list[str]):
 def train(
     data: list[str] = typer.Argument(..., help="Canonical traces, or bundled workloads (gzip, gzip:1,2)."),
     out: Path = typer.Option(..., "-o", "--out", help="Model directory (checkpoints land here)."),
-    channels: str = typer.Option("light", "--channels", help="light, full, or a list: event,dt,tid"),
+    channels: str = typer.Option("light", "--channels", help="light, full, or a list: event,dt,tid (light,tid: the same)"),
     context: int = typer.Option(4096, "--context", help="Window length in events."),
     size: str = typer.Option("auto", "--size", help="Model size: auto (small for light, medium otherwise), tiny, small, medium, base."),
     steps: int = typer.Option(1000, "--steps", help="Optimizer steps (total, also when resuming)."),

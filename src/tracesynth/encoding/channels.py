@@ -19,13 +19,15 @@ PRESETS = {
 
 
 def resolve_channels(spec: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """`light`, `full`, "event,dt,tid" or a list → the channels in canonical order."""
+    """`light`, `full`, "event,dt,tid" or a list → the channels in canonical order. A preset
+    inside a list stands for its channels ("light,tid" = event, dt, tid)."""
     if isinstance(spec, str):
         if spec in PRESETS:
             return PRESETS[spec]
         names = [s.strip() for s in spec.split(",") if s.strip()]
     else:
         names = list(spec)
+    names = [c for n in names for c in (PRESETS[n] if n in PRESETS else (n,))]
     unknown = [n for n in names if n not in ALL_CHANNELS]
     if unknown:
         raise ConfigError(
