@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tracesynth.encoding.ngrams import K as NGRAM_K
-from tracesynth.errors import ConfigError
+from tracesynth.errors import ConfigError, TraceFormatError
 from tracesynth.generators.base import Generator
 from tracesynth.model.config import START_RATE, ModelConfig, TrainConfig, phase_config, size_config
 from tracesynth.schema import Trace
@@ -271,8 +271,6 @@ class TraceSynth(Generator):
         try:
             gen = cls(**params)
         except (TypeError, ConfigError) as exc:  # a hand-edited or foreign state.json
-            from tracesynth.errors import TraceFormatError
-
             raise TraceFormatError(Path(directory) / "state.json", None,
                                    f"its generator settings are not TraceSynth's ({exc})") from None
         gen.model_, gen.encoder_, gen.train_config_ = model, encoder, train_cfg

@@ -118,7 +118,8 @@ def load_model(directory: str | Path, device: str | torch.device = "cpu"
     try:
         model.load_state_dict(weights)
     except RuntimeError as exc:  # names or shapes that are not this config's network
-        first = str(exc).splitlines()[1 if len(str(exc).splitlines()) > 1 else 0].strip()
+        lines = str(exc).splitlines()  # "Error(s) in loading state_dict ...:" then the first problem
+        first = lines[min(1, len(lines) - 1)].strip()
         raise TraceFormatError(directory / "model.safetensors", None,
                                f"weights do not fit config.json's network ({first}); {_DAMAGED}") from None
     model.to(device).eval()

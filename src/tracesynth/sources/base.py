@@ -22,6 +22,10 @@ class SourceReader(ABC):
     format: ClassVar[str] = ""
     #: One line for ``tracesynth formats``.
     description: ClassVar[str] = ""
+    #: File suffixes that announce this format, and what `sniff` finds missing when a file so
+    #: named is none of the formats (detection says that instead of "unknown format").
+    suffixes: ClassVar[tuple[str, ...]] = ()
+    lacks: ClassVar[str] = ""
 
     def __init__(self, path: str | Path, *, lenient: bool = False):
         self.path = Path(path)

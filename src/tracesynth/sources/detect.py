@@ -12,14 +12,6 @@ from tracesynth.errors import TraceFormatError, UnknownFormatError
 from tracesynth.sources.base import SourceReader
 
 HEAD_BYTES = 8192
-# Table formats a file name announces, and what their reader looks for in the first bytes: when
-# a file named like one is none of the formats, the error says what its content lacks rather
-# than "unknown format" (a corrupt or mislabelled export is the usual cause).
-_NAMED = {
-    ".parquet": ("parquet", "no Parquet magic bytes 'PAR1' at its start"),
-    ".csv": ("csv", "its header line does not name both 'ts' and 'event' columns"),
-    ".jsonl": ("jsonl", "its first line is not a JSON object with 'ts' and 'event' keys"),
-}
 
 
 def registry() -> dict[str, type[SourceReader]]:
@@ -55,11 +47,13 @@ def detect_format(path: str | Path) -> str:
     for name, reader in registry().items():
         if reader.sniff(path, head):
             return name
+    # A file named like a format (a corrupt or mislabelled export, usually) is told what its
+    # content lacks for that format rather than "unknown format".
+    named = [r for r in registry().values() if path.suffix.lower() in r.suffixes]
     if path.is_dir():
         kind = "directory is not a CTF trace (no 'metadata' file)"
-    elif path.suffix.lower() in _NAMED:
-        name, lacks = _NAMED[path.suffix.lower()]
-        kind = f"named .{name} but not {name} data: {lacks}"
+    elif named:
+        kind = f"named .{named[0].format} but not {named[0].format} data: {named[0].lacks}"
     else:
         kind = "unknown format"
     raise UnknownFormatError(path, None, f"{kind}; pass --format ({', '.join(registry())})")

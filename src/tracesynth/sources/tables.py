@@ -48,6 +48,8 @@ def _check_columns(path: Path, names: list[str]) -> None:
 class ParquetReader(SourceReader):
     format = "parquet"
     description = "TraceSynth canonical table (Apache Parquet, zstd)"
+    suffixes = (".parquet", ".pq")
+    lacks = "no Parquet magic bytes 'PAR1' at its start"
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
@@ -72,6 +74,8 @@ class ParquetReader(SourceReader):
 class CsvReader(SourceReader):
     format = "csv"
     description = "CSV with the canonical columns as header (payload as JSON text)"
+    suffixes = (".csv",)
+    lacks = "its header line does not name both 'ts' and 'event' columns"
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
@@ -138,6 +142,8 @@ def _row_of(exc: Exception) -> str | None:
 class JsonlReader(SourceReader):
     format = "jsonl"
     description = "JSON Lines, one canonical event object per line"
+    suffixes = (".jsonl", ".ndjson")
+    lacks = "its first line is not a JSON object with 'ts' and 'event' keys"
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
