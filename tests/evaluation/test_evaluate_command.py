@@ -13,23 +13,28 @@ from tracesynth.cli import main
 def test_baseline_then_evaluate_writes_a_self_contained_report(tmp_path, capsys):
     train, test = tmp_path / "train.parquet", tmp_path / "test.jsonl"
     chain_trace(10_000, seed=1).save(train)
-    chain_trace(5000, seed=2).save(test)
+    chain_trace(9000, seed=2).save(test)  # 34 windows of 512: enough for a discriminative score
     outputs = {}
     for kind, extra in (("markov", ["--order", "2"]), ("copy", ["--chunk", "1024"])):
         outputs[kind] = tmp_path / f"{kind}.parquet"
-        assert main(["baseline", kind, str(train), "-n", "5000", "--seed", "3", "-o", str(outputs[kind]), *extra]) == 0
+        assert main(["baseline", kind, str(train), "-n", "9000", "--seed", "3", "-o", str(outputs[kind]), *extra]) == 0
         synthetic = tracesynth.load(outputs[kind])
-        assert len(synthetic) == 5000 and synthetic.meta.workload == "unit"
+        assert len(synthetic) == 9000 and synthetic.meta.workload == "unit"
         assert synthetic.meta.extra["generator"] == kind
 
     report_dir = tmp_path / "report"
     capsys.readouterr()
     assert main(["evaluate", "--train", str(train), "--test", str(test), "--synthetic", str(outputs["copy"]),
                  "-o", str(report_dir), "--seeds", "1", "--quick"]) == 0
-    assert "TSTR/TRTR" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "TSTR/TRTR" in out
     report = json.loads((report_dir / "report.json").read_text())
     assert report["workloads"]["unit"]["headline"]["privacy_flagged"] is True  # copy is flagged
+    # what gives the windows away: the strongest feature, named in the terminal and the HTML
+    tells = report["workloads"]["unit"]["long_range"]["discriminative"]["synthetic_vs_real"]["512"]["tells"]
+    assert " ".join(f"strongest single tell: {tells[0]['feature']}".split()) in " ".join(out.split())
     html = (report_dir / "report.html").read_text()
+    assert "What tells synthetic windows from real ones" in html and html.count(tells[-1]["feature"]) >= 1
     assert len(re.findall(r"src='data:image/png;base64,", html)) == 3
     assert not re.search(r"(src|href)=['\"]https?:", html)  # nothing fetched from elsewhere
     assert not list(report_dir.glob(".tracesynth-tmp-*"))

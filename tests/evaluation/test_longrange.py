@@ -114,3 +114,36 @@ def test_a_trace_without_thread_ids_is_judged_on_the_channels_it_has():
     assert fair == same_features["accuracy_mean"]  # blanking == judging the real pair without tid/cpu
     forced = longrange.discriminative(real, blind, seeds=[0], lengths=[512], channels=("tid", "cpu"))["512"]
     assert forced["accuracy_mean"] > 0.95 > fair  # what the score used to be: the missing column
+
+
+def test_tells_name_what_differs_and_nothing_between_real_runs():
+    # Plausible slips (an event that training does have after the previous one) in a real run:
+    # the tells must name a repetition feature as what gives the windows away, with the slipped
+    # side holding more distinct k-grams, and between two real runs no feature tells much.
+    import tracesynth.datasets as ds
+
+    runs = [ds.load("sqlite", run=r).slice(0, 24_000) for r in (1, 2)]
+    vocab = Vocabulary.from_traces(runs)
+    real, other = (encode(t, vocab) for t in runs)
+    followers: dict[int, list[int]] = {}
+    for a, b in zip(real.tokens[:-1], real.tokens[1:]):
+        followers.setdefault(int(a), []).append(int(b))
+    rng = np.random.default_rng(0)
+    slipped = other.tokens.copy()
+    for p in np.flatnonzero(rng.random(len(slipped)) < 0.05)[1:]:
+        slipped[p] = rng.choice(followers[int(slipped[p - 1])])
+    import dataclasses
+
+    bad = dataclasses.replace(other, tokens=slipped)
+    result = longrange.discriminative([bad], [real], seeds=[0, 1], lengths=[512], explain=True)["512"]
+    tells = result["tells"]
+    assert result["accuracy_mean"] > 0.85 and len(tells) == len(longrange.feature_groups()) == 13
+    assert [t["accuracy_alone"] for t in tells] == sorted((t["accuracy_alone"] for t in tells), reverse=True)
+    top = tells[0]
+    assert top["feature"].startswith("distinct") and top["accuracy_alone"] > 0.85
+    assert top["mean_a"] > top["mean_b"]  # slips make k-grams no real window has
+    floor = longrange.discriminative([other], [real], seeds=[0], lengths=[512], explain=True, channels=())["512"]
+    assert len(floor["tells"]) == 9  # no thread/CPU features when they are not compared
+    assert floor["tells"][0]["accuracy_alone"] < 0.8
+    plain = longrange.discriminative([other], [real], seeds=[0], lengths=[512], channels=())["512"]
+    assert "tells" not in plain and plain["accuracy_mean"] == floor["accuracy_mean"]  # explaining changes no score

@@ -63,7 +63,7 @@ def evaluate(
 
     Keys of report.json: docs/evaluation.md.
     """
-    from tracesynth.evaluation.report import terminal_table, write_report
+    from tracesynth.evaluation.report import tell_summary, terminal_table, write_report
     from tracesynth.evaluation.runner import evaluate as run
 
     options = _evaluate_parser().parse_args(args or [])
@@ -81,6 +81,10 @@ def evaluate(
                      on_step=on_step)
     json_path, html_path = write_report(report, options.out)
     console.print(terminal_table(report))
+    for name, per in report["workloads"].items():
+        line = tell_summary(name, per)
+        if line:
+            console.print(line, highlight=False)
     console_err.print(f"report: {json_path}  {html_path}  ({report['cost']['wall_seconds']:.1f} s)",
                       highlight=False)
 

@@ -22,6 +22,9 @@
   `light` trace has no thread ids or CPUs, and against a real trace its windows were told apart
   by that alone (measured: 0.98-0.99 for every light model, whatever its events looked like);
   the runner scores the real-vs-real floor on the same features.
+  With `explain`, the first seed also reports its `tells`: the same classifier and folds on
+  each feature group alone (`feature_groups`), with each single feature's mean on both sides,
+  so a report says what gives the windows away, not only that something does.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ DISCRIMINATIVE_MAX_WINDOWS = 200
 DISCRIMINATIVE_MIN_WINDOWS = 30
 DISCRIMINATIVE_FOLDS = 5
 FEATURE_BUCKETS = 128
+DISTINCT_K = (1, 2, 4, 8, 16)
 
 
 def _acf_full(series: np.ndarray, max_lag: int) -> np.ndarray:
@@ -144,7 +148,7 @@ def window_features(windows: np.ndarray, log_dt: np.ndarray, tid: np.ndarray, cp
     n, length = windows.shape
     ngrams = hashed_ngram_counts(windows, FEATURE_BUCKETS) / length
     distinct = []
-    for k in (1, 2, 4, 8, 16):
+    for k in DISTINCT_K:
         rows = []
         for w in windows:
             rows.append(len(np.unique(kgram_hashes(w, k))) / length)
@@ -174,6 +178,23 @@ def window_features(windows: np.ndarray, log_dt: np.ndarray, tid: np.ndarray, cp
 
 
 TIME_FEATURES = 5
+
+
+def feature_groups(channels: Sequence[str] = ("tid", "cpu")) -> list[tuple[str, list[int]]]:
+    """The sequence features' columns of `window_features` by name, as `tells` reports them:
+    the hashed n-gram buckets as one group (a bucket alone means nothing), every other feature
+    on its own. Thread/CPU columns only for the interleaving channels compared."""
+    b = FEATURE_BUCKETS
+    groups = [("hashed 1-3-gram mix", list(range(b)))]
+    groups += [(f"distinct {k}-grams per event", [b + i]) for i, k in enumerate(DISTINCT_K)]
+    at = b + len(DISTINCT_K)
+    groups += [("event entropy (bits)", [at]), ("next-event entropy (bits)", [at + 1]),
+               ("zlib compressed share", [at + 2])]
+    if "tid" in channels:
+        groups += [("thread switches per event", [at + 3]), ("distinct threads per event", [at + 4])]
+    if "cpu" in channels:
+        groups += [("CPU switches per event", [at + 5]), ("distinct CPUs per event", [at + 6])]
+    return groups
 
 
 def _side_windows(traces: Sequence[Encoded], length: int, rng: np.random.Generator):
@@ -212,10 +233,11 @@ def compared_channels(*sides: Sequence[Encoded]) -> tuple[str, ...]:
 
 def discriminative(side_a: Sequence[Encoded], side_b: Sequence[Encoded], seeds: Sequence[int],
                    lengths: Sequence[int] = DISCRIMINATIVE_LENGTHS,
-                   channels: Sequence[str] | None = None) -> dict:
+                   channels: Sequence[str] | None = None, explain: bool = False) -> dict:
     """Cross-validated accuracy of telling windows of `side_a` from `side_b`, per length.
     `channels`: the interleaving channels whose features count (default: those both sides
-    have); the others are blanked on both sides."""
+    have); the others are blanked on both sides. `explain`: each available length also gets
+    `tells` from the first seed (`_tells`)."""
     from tracesynth.evaluation.cost import single_threaded
 
     channels = compared_channels(side_a, side_b) if channels is None else tuple(channels)
@@ -223,16 +245,49 @@ def discriminative(side_a: Sequence[Encoded], side_b: Sequence[Encoded], seeds: 
     if unknown:
         raise ValueError(f"unknown interleaving channel(s) {sorted(unknown)}")
     with single_threaded():
-        return _discriminative(side_a, side_b, seeds, lengths, channels)
+        return _discriminative(side_a, side_b, seeds, lengths, channels, explain)
 
 
-def _discriminative(side_a, side_b, seeds, lengths, channels) -> dict:
+def _classifier(seed: int):
     from sklearn.ensemble import HistGradientBoostingClassifier
+
+    return HistGradientBoostingClassifier(max_iter=60, max_leaf_nodes=15, learning_rate=0.1, random_state=seed)
+
+
+def _folds(features: np.ndarray, labels: np.ndarray, groups: np.ndarray, seed: int):
     from sklearn.model_selection import StratifiedGroupKFold
 
+    splitter = StratifiedGroupKFold(n_splits=DISCRIMINATIVE_FOLDS, shuffle=True, random_state=seed)
+    return splitter.split(features, labels, groups)
+
+
+def _tells(features: np.ndarray, labels: np.ndarray, groups: np.ndarray, seed: int,
+           channels: Sequence[str]) -> list[dict]:
+    """What gives the windows away: the score's classifier, on the score's folds, given one
+    feature group at a time (`accuracy_alone`, 0.5 = that feature alone tells nothing), with a
+    single feature's mean on side a (`mean_a`) and side b (`mean_b`); strongest first. A group
+    that tells the sides apart alone nearly as well as all features together is where the
+    candidate differs; several can (they are correlated: a slip adds distinct 8-grams and
+    distinct 16-grams at once)."""
+    rows = []
+    for name, columns in feature_groups(channels):
+        part = features[:, columns]
+        correct = 0
+        for train_idx, test_idx in _folds(part, labels, groups, seed):
+            model = _classifier(seed).fit(part[train_idx], labels[train_idx])
+            correct += int((model.predict(part[test_idx]) == labels[test_idx]).sum())
+        row = {"feature": name, "accuracy_alone": correct / len(labels)}
+        if len(columns) == 1:
+            row["mean_a"] = float(part[labels == 0, 0].mean())
+            row["mean_b"] = float(part[labels == 1, 0].mean())
+        rows.append(row)
+    return sorted(rows, key=lambda r: -r["accuracy_alone"])
+
+
+def _discriminative(side_a, side_b, seeds, lengths, channels, explain=False) -> dict:
     out = {}
     for length in lengths:
-        scores, timed_scores, counts, degenerate, counts_tried = [], [], None, False, 0
+        scores, timed_scores, counts, degenerate, counts_tried, tells = [], [], None, False, 0, None
         for seed in seeds:
             rng = np.random.default_rng(seed)
             a, b = _side_windows(side_a, length, rng), _side_windows(side_b, length, rng)
@@ -256,14 +311,11 @@ def _discriminative(side_a, side_b, seeds, lengths, channels) -> dict:
             folds = DISCRIMINATIVE_FOLDS
             if min(len(np.unique(a[4])), len(np.unique(b[4]))) < folds:
                 break  # fewer independent groups than folds: some test fold would lack a class
-            splitter = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)
             correct = {"sequence": 0, "timed": 0}
             varied = {"sequence": False, "timed": False}  # did any fold predict both classes?
-            for train_idx, test_idx in splitter.split(timed, labels, groups):
+            for train_idx, test_idx in _folds(timed, labels, groups, seed):
                 for variant, features in (("sequence", timed[:, :-TIME_FEATURES]), ("timed", timed)):
-                    model = HistGradientBoostingClassifier(max_iter=60, max_leaf_nodes=15, learning_rate=0.1,
-                                                           random_state=seed)
-                    model.fit(features[train_idx], labels[train_idx])
+                    model = _classifier(seed).fit(features[train_idx], labels[train_idx])
                     predicted = model.predict(features[test_idx])
                     correct[variant] += int((predicted == labels[test_idx]).sum())
                     varied[variant] |= len(np.unique(predicted)) > 1
@@ -271,6 +323,8 @@ def _discriminative(side_a, side_b, seeds, lengths, channels) -> dict:
                 degenerate = True
                 break
             scores.append(correct["sequence"] / len(labels))
+            if explain and tells is None:
+                tells = _tells(timed[:, :-TIME_FEATURES], labels, groups, seed, channels)
             timed_scores.append(correct["timed"] / len(labels))
             counts = n
         if scores and not degenerate:
@@ -279,6 +333,8 @@ def _discriminative(side_a, side_b, seeds, lengths, channels) -> dict:
                                 "per_seed": scores, "windows_per_side": counts,
                                 "timed": {"accuracy_mean": float(np.mean(timed_scores)),
                                           "accuracy_std": float(np.std(timed_scores)), "per_seed": timed_scores}}
+            if tells is not None:
+                out[str(length)]["tells"] = tells
         else:
             reason = (f"fewer than {DISCRIMINATIVE_MIN_WINDOWS} windows of {length} events "
                       f"(stride {length // 2}) on one side, or fewer than {DISCRIMINATIVE_FOLDS} "

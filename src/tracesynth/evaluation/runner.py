@@ -293,10 +293,12 @@ def _evaluate(train, test, synthetic, *, seeds, quick, workload, on_step) -> dic
             channels = longrange.compared_channels(enc_syn, enc_test)
 
             def scored(on: tuple[str, ...]) -> dict:
+                # with `tells`: which features give the windows away (first seed), beside the
+                # floor's, so a reader sees whether that feature differs between real runs too
                 return {"synthetic_vs_real": longrange.discriminative(enc_syn, enc_test, config.seeds,
-                                                                      config.discriminative_lengths, on),
+                                                                      config.discriminative_lengths, on, explain=True),
                         "real_vs_real": longrange.discriminative(enc_train, enc_test, config.seeds,
-                                                                 config.discriminative_lengths, on)}
+                                                                 config.discriminative_lengths, on, explain=True)}
             disc = scored(channels)
             # and on event types alone: the one score every generator shares (a light trace has
             # no thread or CPU columns, a Markov or full one does)
