@@ -93,3 +93,18 @@ def test_a_grid_of_one_constraints_mode_still_gets_its_findings():
     md = render_markdown(guided_only, {"config": {"name": "guided only"}})
     assert "### Context gain (constraints guided)" in md
     assert "Not in this grid (needs contexts 256" not in md
+
+
+def test_discriminative_table_counts_what_told_cells_apart():
+    frame = read_csv(DATA)  # written before the column existed: read as empty, shown as "—"
+    assert (frame["disc_tell_512"] == "").all()
+    cells = (frame["generator"] == "tracesynth") & (frame["channels"] == "light") & (frame["context"] == 256) \
+        & (frame["constraints"] == "none")
+    frame.loc[cells, "disc_tell_512"] = ["distinct 16-grams per event", "hashed 1-3-gram mix",
+                                         "distinct 16-grams per event", ""]
+    run = {"config": {"name": "fixture", "data": {"train_runs": [1, 2], "test_runs": [3]}}, "budget": 0.5,
+           "train_steps": 150}
+    markdown = render_markdown(frame, run)
+    row = _row(markdown, "tracesynth", "light", "256", "none", "0.700 ± 0.000")
+    assert row.endswith("| distinct 16-grams per event (2), hashed 1-3-gram mix (1) |")
+    assert _row(markdown, "tracesynth", "light", "4096", "none", "0.700 ± 0.000").endswith("| — |")

@@ -30,7 +30,8 @@ METRIC_COLUMNS = [
     "unseen_8gram_holdout", "privacy_flagged", "event_jsd", "event_jsd_floor", "train_seconds", "sample_seconds",
     "gen_events_per_s", "eval_seconds", "events_train", "events_test", "events_synthetic", "train_steps", "params",
 ]
-COLUMNS = [*KEY_COLUMNS, "status", "error", *METRIC_COLUMNS]
+TEXT_COLUMNS = ["disc_tell_512"]  # per-cell words, not numbers: kept as text
+COLUMNS = [*KEY_COLUMNS, "status", "error", *METRIC_COLUMNS, *TEXT_COLUMNS]
 
 #: The deterministic vs chaotic split of the published method, on our workloads.
 COMPUTE_BOUND = ("scimark", "stream", "pybench")
@@ -51,7 +52,7 @@ def collect(out_dir: str | Path) -> pd.DataFrame:
         row["status"] = result["status"]
         error = result.get("error")
         row["error"] = f"{error['phase']}: {error['type']}: {error['message']}" if error else ""
-        row.update({k: result.get("metrics", {}).get(k) for k in METRIC_COLUMNS})
+        row.update({k: result.get("metrics", {}).get(k) for k in (*METRIC_COLUMNS, *TEXT_COLUMNS)})
         rows.append(row)
     return _typed(pd.DataFrame(rows, columns=COLUMNS))
 
@@ -68,7 +69,7 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
         frame[col] = pd.to_numeric(frame[col], errors="coerce")
     frame["context"] = pd.to_numeric(frame["context"], errors="coerce").astype("Int64")
     frame["seed"] = pd.to_numeric(frame["seed"], errors="coerce").astype("Int64")
-    for col in ("channels", "constraints", "error"):
+    for col in ("channels", "constraints", "error", *TEXT_COLUMNS):
         frame[col] = frame[col].fillna("").astype(str)
     return frame
 
@@ -310,10 +311,17 @@ def _findings(ts: pd.DataFrame, ok: pd.DataFrame) -> list[str]:
         gap512 = (part["disc_512"] - part["disc_floor_512"]).dropna()
         gap2048 = (part["disc_2048"] - part["disc_floor_2048"]).dropna()
         rows.append([gen, ch, ctx, mode, fmt(part["disc_512"]), fmt(part["disc_floor_512"]), fmt(gap512),
-                     fmt(part["disc_2048"]), fmt(part["disc_floor_2048"]), fmt(gap2048)])
+                     fmt(part["disc_2048"]), fmt(part["disc_floor_2048"]), fmt(gap2048), _tells_text(part)])
     out += [_table(["generator", "channels", "context", "constraints", "disc 512", "floor 512", "gap 512",
-                    "disc 2048", "floor 2048", "gap 2048"], rows), ""]
+                    "disc 2048", "floor 2048", "gap 2048", "strongest tell at 512 (cells)"], rows), ""]
     return out
+
+
+def _tells_text(part: pd.DataFrame) -> str:
+    """The features that told a group's cells apart best at 512 events, most frequent first,
+    with how many cells each ("distinct 16-grams per event (5), hashed 1-3-gram mix (3)")."""
+    counts = part.loc[part["disc_tell_512"] != "", "disc_tell_512"].value_counts()
+    return ", ".join(f"{name} ({n})" for name, n in counts.items()) or "—"
 
 
 def reference_config(ts: pd.DataFrame) -> tuple[str, int, str] | None:

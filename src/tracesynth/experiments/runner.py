@@ -186,6 +186,9 @@ def cell_metrics(report: dict, workload: str, predictor: str) -> dict:
         "disc_events_2048": _get(head, "discriminative_events", "2048"),
         "disc_events_floor_512": _get(head, "discriminative_events_real_floor", "512"),
         "disc_events_floor_2048": _get(head, "discriminative_events_real_floor", "2048"),
+        # what gives the 512-event windows away most (`tells`: the feature that alone tells best)
+        "disc_tell_512": (_get(per, "long_range", "discriminative", "synthetic_vs_real", "512", "tells") or
+                          [{}])[0].get("feature"),
         "violations_per_1k": syn_valid.get("total") if syn_valid.get("available") else None,
         "violations_per_1k_real": real_valid.get("total") if real_valid.get("available") else None,
         # rules that applied to the synthetic trace (a light trace has no tid/cpu/ret to check)
