@@ -55,6 +55,7 @@ DISCRIMINATIVE_MIN_WINDOWS = 30
 DISCRIMINATIVE_FOLDS = 5
 FEATURE_BUCKETS = 128
 DISTINCT_K = (1, 2, 4, 8, 16)
+INTERLEAVING_CHANNELS = ("tid", "cpu")
 
 
 def _acf_full(series: np.ndarray, max_lag: int) -> np.ndarray:
@@ -180,7 +181,7 @@ def window_features(windows: np.ndarray, log_dt: np.ndarray, tid: np.ndarray, cp
 TIME_FEATURES = 5
 
 
-def feature_groups(channels: Sequence[str] = ("tid", "cpu")) -> list[tuple[str, list[int]]]:
+def feature_groups(channels: Sequence[str] = INTERLEAVING_CHANNELS) -> list[tuple[str, list[int]]]:
     """The sequence features' columns of `window_features` by name, as `tells` reports them:
     the hashed n-gram buckets as one group (a bucket alone means nothing), every other feature
     on its own. Thread/CPU columns only for the interleaving channels compared."""
@@ -220,9 +221,6 @@ def _side_windows(traces: Sequence[Encoded], length: int, rng: np.random.Generat
         pick = np.sort(rng.choice(len(parts[0]), DISCRIMINATIVE_MAX_WINDOWS, replace=False))
         parts = [p[pick] for p in parts]
     return parts
-
-
-INTERLEAVING_CHANNELS = ("tid", "cpu")
 
 
 def compared_channels(*sides: Sequence[Encoded]) -> tuple[str, ...]:
