@@ -19,16 +19,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
-
-import tracesynth.datasets as ds  # noqa: E402
-from tracesynth.evaluation import longrange  # noqa: E402
-from tracesynth.evaluation.windows import Encoded, Vocabulary, encode, hashes_of_many, in_sorted  # noqa: E402
+import tracesynth.datasets as ds
+from tracesynth.evaluation import longrange
+from tracesynth.evaluation.windows import Encoded, Vocabulary, encode, hashes_of_many, in_sorted
 
 
 def followers(runs: list[Encoded]) -> dict[int, np.ndarray]:
