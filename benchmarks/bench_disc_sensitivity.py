@@ -63,8 +63,9 @@ def main() -> None:
         real_train, real_test = [encode(t, vocab) for t in train], [encode(test, vocab)]
         after = followers(real_train)
         seen = np.unique(hashes_of_many([r.tokens for r in real_train], 8))
-        rng = np.random.default_rng(args.seed)
         for rate in rates:
+            # each rate its own stream: a row does not depend on which other rates were asked for
+            rng = np.random.default_rng([args.seed, round(rate * 1_000_000)])
             candidate = [slipped(r, rate, after, rng) for r in real_train]
             changed = sum(int((c.tokens != r.tokens).sum()) for c, r in zip(candidate, real_train))
             unseen = 1.0 - float(in_sorted(hashes_of_many([c.tokens for c in candidate], 8), seen).mean())
