@@ -259,11 +259,12 @@ def _folds(features: np.ndarray, labels: np.ndarray, groups: np.ndarray, seed: i
     return splitter.split(features, labels, groups)
 
 
-def _tells(features: np.ndarray, labels: np.ndarray, groups: np.ndarray, seed: int,
+def _tells(features: np.ndarray, labels: np.ndarray, splits: list, seed: int,
            channels: Sequence[str]) -> list[dict]:
-    """What gives the windows away: the score's classifier, on the score's folds, given one
-    feature group at a time (`accuracy_alone`, 0.5 = that feature alone tells nothing), with a
-    single feature's mean on side a (`mean_a`) and side b (`mean_b`); strongest first. A group
+    """What gives the windows away: the score's classifier, on the score's folds (`splits`),
+    given one feature group at a time (`accuracy_alone`, 0.5 = that feature alone tells
+    nothing), with a single feature's mean on side a (`mean_a`) and side b (`mean_b`);
+    strongest first. A group
     that tells the sides apart alone nearly as well as all features together is where the
     candidate differs; several can (they are correlated: a slip adds distinct 8-grams and
     distinct 16-grams at once)."""
@@ -271,7 +272,7 @@ def _tells(features: np.ndarray, labels: np.ndarray, groups: np.ndarray, seed: i
     for name, columns in feature_groups(channels):
         part = features[:, columns]
         correct = 0
-        for train_idx, test_idx in _folds(part, labels, groups, seed):
+        for train_idx, test_idx in splits:
             model = _classifier(seed).fit(part[train_idx], labels[train_idx])
             correct += int((model.predict(part[test_idx]) == labels[test_idx]).sum())
         row = {"feature": name, "accuracy_alone": correct / len(labels)}
@@ -311,7 +312,8 @@ def _discriminative(side_a, side_b, seeds, lengths, channels, explain=False) -> 
                 break  # fewer independent groups than folds: some test fold would lack a class
             correct = {"sequence": 0, "timed": 0}
             varied = {"sequence": False, "timed": False}  # did any fold predict both classes?
-            for train_idx, test_idx in _folds(timed, labels, groups, seed):
+            splits = list(_folds(timed, labels, groups, seed))  # the score's folds, reused by `_tells`
+            for train_idx, test_idx in splits:
                 for variant, features in (("sequence", timed[:, :-TIME_FEATURES]), ("timed", timed)):
                     model = _classifier(seed).fit(features[train_idx], labels[train_idx])
                     predicted = model.predict(features[test_idx])
@@ -322,7 +324,7 @@ def _discriminative(side_a, side_b, seeds, lengths, channels, explain=False) -> 
                 break
             scores.append(correct["sequence"] / len(labels))
             if explain and tells is None:
-                tells = _tells(timed[:, :-TIME_FEATURES], labels, groups, seed, channels)
+                tells = _tells(timed[:, :-TIME_FEATURES], labels, splits, seed, channels)
             timed_scores.append(correct["timed"] / len(labels))
             counts = n
         if scores and not degenerate:
