@@ -35,6 +35,11 @@ def test_baseline_then_evaluate_writes_a_self_contained_report(tmp_path, capsys)
     assert " ".join(f"strongest single tell: {tells[0]['feature']}".split()) in " ".join(out.split())
     html = (report_dir / "report.html").read_text()
     assert "What tells synthetic windows from real ones" in html and html.count(tells[-1]["feature"]) >= 1
+    # exact repeats in events, synthetic beside real: a chain of 8 events repeats few 33-event spans
+    repeats = report["workloads"]["unit"]["long_range"]["synthetic_vs_real"]["repeats"]
+    assert repeats["span"] == 33 and 0 <= repeats["candidate"] < 0.2 and 0 <= repeats["reference"] < 0.2
+    assert "events in a 33-event span repeated within 512" in html
+    assert f"events in a repeated 33-event span: synthetic {repeats['candidate']:.3f}" in " ".join(out.split())
     assert len(re.findall(r"src='data:image/png;base64,", html)) == 3
     assert not re.search(r"(src|href)=['\"]https?:", html)  # nothing fetched from elsewhere
     assert not list(report_dir.glob(".tracesynth-tmp-*"))

@@ -63,6 +63,27 @@ def test_recurrence_distance_of_a_cycle_is_its_period():
     assert np.allclose(10 ** distances, 5) and never == 0
 
 
+def test_repeat_share_counts_spans_that_recur_within_reach():
+    # a cycle repeats every span at its period; a long-memory-free chain over a wide vocabulary
+    # repeats almost none; the same block twice, farther apart than the reach, counts nothing
+    (cycle,) = _enc(cycle_trace(5000, period=8))
+    assert longrange.repeat_share(cycle) == 1.0
+    assert longrange.repeat_share(cycle, reach=7) == 0.0  # the next copy starts 8 events later
+    rng = np.random.default_rng(0)
+    noise = rng.integers(0, 60, 3000)
+    wide = longrange.Encoded(noise, np.zeros(3000), np.zeros(3000, np.int64), np.zeros(3000, np.int64),
+                             np.arange(3000))
+    assert longrange.repeat_share([wide]) == 0.0
+    block = rng.integers(0, 60, 100)
+    twice = np.concatenate([block, rng.integers(60, 120, 700), block])
+    far = longrange.Encoded(twice, np.zeros(900), np.zeros(900, np.int64), np.zeros(900, np.int64), np.arange(900))
+    assert longrange.repeat_share([far]) == 0.0
+    near = longrange.repeat_share([far], reach=800)
+    assert near == 2 * (100 - 32) / (900 - 32)  # the 68 spans inside each copy of the block
+    short = longrange.Encoded(noise[:20], np.zeros(20), np.zeros(20, np.int64), np.zeros(20, np.int64), np.arange(20))
+    assert longrange.repeat_share([short]) is None
+
+
 def _direct_acf(x: np.ndarray, max_lag: int) -> np.ndarray:
     x = x - x.mean()
     out = np.zeros(max_lag + 1)

@@ -182,7 +182,8 @@ def tells(per: dict, length: str = "512") -> list[list]:
 
 
 def tell_summary(name: str, per: dict, length: str = "512") -> str | None:
-    """One line: how well windows are told apart and the strongest single feature, or None."""
+    """One line: how well windows are told apart, the strongest single feature, and how many events
+    sit in an exactly repeated span on both sides (`longrange.repeat_share`); None without tells."""
     rows = tells(per, length)
     if not rows:
         return None
@@ -191,8 +192,13 @@ def tell_summary(name: str, per: dict, length: str = "512") -> str | None:
     floor = (disc["real_vs_real"].get(length) or {}).get("accuracy_mean")
     feature, alone, mean_syn, mean_real, alone_floor = rows[0]
     means = "" if mean_syn is None else f"; synthetic {_fmt(mean_syn)}, real {_fmt(mean_real)}"
-    return (f"{name}: {length}-event windows told from real at {_fmt(score)} (real runs: {_fmt(floor)}); "
+    line = (f"{name}: {length}-event windows told from real at {_fmt(score)} (real runs: {_fmt(floor)}); "
             f"strongest single tell: {feature}, {_fmt(alone)} alone (real runs: {_fmt(alone_floor)}{means})")
+    repeats = per["long_range"]["synthetic_vs_real"].get("repeats")
+    if repeats and repeats["candidate"] is not None:
+        line += (f"; events in a repeated {repeats['span']}-event span: synthetic {_fmt(repeats['candidate'])}, "
+                 f"real {_fmt(repeats['reference'])}")
+    return line
 
 
 TELL_HEADER = ["feature", "accuracy alone", "synthetic mean", "real mean", "accuracy alone, real runs"]
@@ -257,6 +263,10 @@ def render_html(report: dict, title: str = "TraceSynth evaluation") -> str:
         rows.append(["acf_mean_abs_diff", lr_s["acf_mean_abs_diff"], lr_r["acf_mean_abs_diff"]])
         rows.append(["recurrence log-distance W1", lr_s["recurrence"]["log_distance_wasserstein"],
                      lr_r["recurrence"]["log_distance_wasserstein"]])
+        if "repeats" in lr_s:  # reports written before it have none
+            rep = lr_s["repeats"]
+            rows.append([f"events in a {rep['span']}-event span repeated within {rep['reach']} "
+                         f"(real test {_fmt(rep['reference'])})", rep["candidate"], lr_r["repeats"]["candidate"]])
         parts.append(_table(rows, ["fidelity (vs real test)", "synthetic", "real train (floor)"]))
         rows = tells(per)
         if rows:

@@ -144,6 +144,7 @@ def _longrange(cand, ref, top, weights) -> dict:
         "acf": {"lags": lags.tolist(), "candidate": acf_c[lags].tolist(), "reference": acf_r[lags].tolist()},
         "periodicity": {"candidate": longrange.periodicity(acf_c), "reference": longrange.periodicity(acf_r)},
         "recurrence": longrange.compare_recurrence(cand, ref),
+        "repeats": longrange.compare_repeats(cand, ref),
     }
 
 
