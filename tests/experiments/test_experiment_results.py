@@ -102,9 +102,13 @@ def test_discriminative_table_counts_what_told_cells_apart():
         & (frame["constraints"] == "none")
     frame.loc[cells, "disc_tell_512"] = ["distinct 16-grams per event", "hashed 1-3-gram mix",
                                          "distinct 16-grams per event", ""]
+    frame.loc[cells, "repeats"] = [0.3, 0.32, 0.28, 0.3]  # the events in repeated spans, beside real's
+    frame.loc[cells, "repeats_real"] = 0.8
     run = {"config": {"name": "fixture", "data": {"train_runs": [1, 2], "test_runs": [3]}}, "budget": 0.5,
            "train_steps": 150}
     markdown = render_markdown(frame, run)
     row = _row(markdown, "tracesynth", "light", "256", "none", "0.700 ± 0.000")
-    assert row.endswith("| distinct 16-grams per event (2), hashed 1-3-gram mix (1) |")
-    assert _row(markdown, "tracesynth", "light", "4096", "none", "0.700 ± 0.000").endswith("| — |")
+    assert row.endswith("| 0.800 ± 0.000 | distinct 16-grams per event (2), hashed 1-3-gram mix (1) |")
+    assert "| 0.300 ± 0.0" in row
+    # a results file from before the columns: empty, shown as "—"
+    assert _row(markdown, "tracesynth", "light", "4096", "none", "0.700 ± 0.000").endswith("| — | — | — |")

@@ -195,6 +195,9 @@ def cell_metrics(report: dict, workload: str, predictor: str) -> dict:
         "rules_checked": len(syn_valid.get("per_rule", {})) if syn_valid.get("available") else None,
         "serial_breaks_per_1k": _get(validity, "serial", "synthetic", "per_1k"),
         "serial_breaks_per_1k_real": _get(validity, "serial", "real_test", "per_1k"),
+        # share of events in a 33-event span that recurs exactly within 512 (`longrange.repeat_share`)
+        "repeats": _get(per, "long_range", "synthetic_vs_real", "repeats", "candidate"),
+        "repeats_real": _get(per, "long_range", "synthetic_vs_real", "repeats", "reference"),
         "copy_rate_256": _get(head, "copy_rate", "256"),
         "copy_rate_256_holdout": _get(head, "copy_rate_holdout", "256"),
         "privacy_flagged": head.get("privacy_flagged"),
