@@ -7,7 +7,7 @@
 - `recurrence`: distances between consecutive occurrences of the same k-gram (k = 8);
 - `repeats`: the share of events whose surroundings (`REPEAT_RADIUS` events either side) occur
   again, exactly, within `REPEAT_REACH` events: what "too varied" (more distinct 16-grams per
-  window) and "too regular" mean in events (real sqlite 0.82, its default sampled trace 0.31);
+  window) and "too regular" mean in events (real sqlite 0.84, its default sampled trace 0.30);
 - `discriminative`: a fixed classifier trained to tell windows of two sides apart; its
   cross-validated accuracy is 0.5 when they are indistinguishable. Features per window:
   hashed 1..3-gram frequencies (128 buckets), distinct k-grams (k = 1, 2, 4, 8, 16) per event,
