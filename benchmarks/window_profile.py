@@ -40,7 +40,7 @@ def profile(trace: Encoded, training: np.ndarray, context: int, prefix: int, spa
     """(repeats, share of `span`-grams in training) of each stretch (None where too short)."""
     rows = []
     for a, b in stretches(len(trace), context, prefix):
-        part = Encoded(trace.tokens[a:b], trace.log_dt[a:b], trace.tid[a:b], trace.cpu[a:b], trace.ts[a:b])
+        part = trace.slice(a, b)
         grams = kgram_hashes(part.tokens, span)
         rows.append((longrange.repeat_share([part]), float(in_sorted(grams, training).mean()) if len(grams) else None))
     return rows
@@ -65,7 +65,7 @@ def main() -> None:
     generated = [(path, encode(read_trace(path), vocab)) for path in args.traces]
     real = encode(test, vocab)
     n = min(len(real), max(len(t) for _, t in generated))  # the real run cut to the longest trace
-    real = Encoded(real.tokens[:n], real.log_dt[:n], real.tid[:n], real.cpu[:n], real.ts[:n])
+    real = real.slice(0, n)
     candidates = [(f"real run {args.test_run} (first {n} events)", real), *generated]
     print(f"# {args.workload}: per window (0 = first {args.context} events, then {args.context - args.prefix} "
           f"new each): repeats / {args.span}-grams found in training runs {args.train_runs}")

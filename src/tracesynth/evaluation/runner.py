@@ -71,7 +71,7 @@ def _truncate(traces: Sequence[Encoded], limit: int) -> list[Encoded]:
         if left <= 0:
             break
         n = min(len(t), left)
-        out.append(Encoded(t.tokens[:n], t.log_dt[:n], t.tid[:n], t.cpu[:n], t.ts[:n]))
+        out.append(t.slice(0, n))
         left -= n
     return out
 

@@ -196,7 +196,7 @@ def augmentation(real_train, real_test, synthetic, seeds, vocab_size, predictors
     for t in real_train:
         n = min(int(len(t) * AUGMENT_SHARE), AUGMENT_MAX_EVENTS // max(len(real_train), 1))
         if n > 1:
-            small.append(Encoded(t.tokens[:n], t.log_dt[:n], t.tid[:n], t.cpu[:n], t.ts[:n]))
+            small.append(t.slice(0, n))
     test = next_event_examples(real_test)
     if not small or not len(test):
         return {"available": False, "reason": "real training traces too short for a small subset"}

@@ -64,6 +64,11 @@ class Encoded:
     def __len__(self) -> int:
         return len(self.tokens)
 
+    def slice(self, start: int, stop: int) -> Encoded:
+        """Events start..stop-1, every channel cut alike (views, no copies)."""
+        return Encoded(self.tokens[start:stop], self.log_dt[start:stop], self.tid[start:stop],
+                       self.cpu[start:stop], self.ts[start:stop])
+
 
 def _int_column(trace: Trace, name: str) -> np.ndarray:
     return pc.fill_null(trace.column(name), -1).to_numpy().astype(np.int64)
