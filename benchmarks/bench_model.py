@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/bench_model.py --quick    # fewer repetitions
     .venv/bin/python benchmarks/bench_model.py --device cuda --threads 8
     .venv/bin/python benchmarks/bench_model.py --precision bf16   # default auto: bf16 on CUDA only
+    .venv/bin/python benchmarks/bench_model.py --self-condition --contexts 4096   # + self-conditioned rows
 
 Prints, for `light` and `full` at contexts 256, 1024, 4096 and 16384: training events/s,
 generation events/s and peak memory, the same for the AR reference (model/ar_reference.py,
@@ -17,7 +18,8 @@ window continuing a known 25% prefix, 16 denoising steps, spread reveals as `Tra
 samples by default, new events per second (the network and the sampler: decoding events and
 writing them is not in it; the experiment grids' `gen_events_per_s` is the whole pipeline).
 Both models train and sample at the same `--precision` (model/precision.py; `auto`, training's
-default: bf16 autocast on CUDA, fp32 on CPU).
+default: bf16 autocast on CUDA, fp32 on CPU). `--self-condition` adds the self-conditioned
+diffusion model (`train --self-condition`) beside each diffusion row, with its cost ratios.
 """
 
 from __future__ import annotations
@@ -74,25 +76,28 @@ def measure(kind: str, preset: str, context: int, device: str, threads: int, rep
     torch.manual_seed(0)
     vocab = _vocab(preset)
     size = size_config("auto", CHANNELS[preset])
-    denoiser = Denoiser(ModelConfig(vocab_sizes=vocab, context=context, **size))
+    denoiser = Denoiser(ModelConfig(vocab_sizes=vocab, context=context, self_condition=kind == "diffusion+sc", **size))
     batch = max(1, 16384 // context)
     codes = {c: torch.randint(0, v, (batch, context), device=device) for c, v in vocab.items()}
     precision = resolve_precision(precision, device)
     autocast = network_autocast(precision, device)
     gen = torch.Generator().manual_seed(0)
-    if kind == "diffusion":
+    if kind.startswith("diffusion"):
         model = denoiser.to(device)
         from tracesynth.model.noise import MaskingSchedule
-        from tracesynth.model.train import _loss_from_hidden
+        from tracesynth.model.train import self_cond_windows, training_loss
 
-        def train_step():
+        step = iter(range(10**9))
+
+        def train_step():  # as training runs it, self-conditioning's first pass included
             t = torch.rand(batch, generator=gen).clamp(min=0.05).to(device)
             noisy, masked = MaskingSchedule().mask({c: v.cpu() for c, v in codes.items()}, t.cpu(), model.mask_ids, gen)
             noisy = {c: v.to(device) for c, v in noisy.items()}
             masked = {c: v.to(device) for c, v in masked.items()}
+            labels = torch.zeros(batch, dtype=torch.long, device=device)
             with autocast:
-                loss = _loss_from_hidden(model, model.hidden(noisy, t, torch.zeros(batch, dtype=torch.long, device=device)),
-                                         codes, t, masked, "elbo").mean()
+                loss = training_loss(model, codes, noisy, masked, t, labels, None, "elbo",
+                                     self_cond_windows(0, next(step), batch).to(device)).mean()
             loss.backward()
     else:
         model = matched_reference(vocab, parameter_count(denoiser), width=size["d_global"], heads=size["heads"]).to(device)
@@ -124,7 +129,7 @@ def measure(kind: str, preset: str, context: int, device: str, threads: int, rep
     model.eval()
     import numpy as np
 
-    if kind == "diffusion":
+    if kind.startswith("diffusion"):
         window = {c: np.random.default_rng(0).integers(0, v, context) for c, v in vocab.items()}
         prefix = {c: np.arange(context) < context // 4 for c in vocab}
         new = context - context // 4
@@ -140,7 +145,7 @@ def measure(kind: str, preset: str, context: int, device: str, threads: int, rep
             with network_autocast(precision, device):
                 model.generate(prompt, new, context, torch.Generator().manual_seed(1))
     gen_s = timed(gen_window, 1)
-    if kind != "diffusion":  # take the prompt's prefill out: per-event cost at a full cache
+    if kind == "ar":  # take the prompt's prefill out: per-event cost at a full cache
         with torch.inference_mode():
             with network_autocast(precision, device):
                 prefill = timed(lambda: model.forward(prompt, [{"size": context} for _ in model.blocks]), 1)
@@ -160,6 +165,8 @@ def main() -> int:
     parser.add_argument("--contexts", default=",".join(map(str, CONTEXTS)))
     parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"],
                         help="what both models run in (auto: bf16 on CUDA, fp32 on CPU)")
+    parser.add_argument("--self-condition", action="store_true",
+                        help="also measure the self-conditioned diffusion model, with its cost ratios")
     parser.add_argument("--json", help="also write the figures to this JSON file")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -176,11 +183,11 @@ def main() -> int:
     precision = resolve_precision(args.precision, args.device)
     print(f"device {args.device}, {args.threads} threads, {args.steps} denoising steps, precision {precision} "
           f"({args.precision}), load average {load:.1f}")
-    header = f"{'model':10} {'channels':8} {'context':>7} {'params':>9} {'train ev/s':>11} {'gen ev/s':>10} {'peak MiB':>9}"
+    header = f"{'model':12} {'channels':8} {'context':>7} {'params':>9} {'train ev/s':>11} {'gen ev/s':>10} {'peak MiB':>9}"
     print(header)
     for context in [int(c) for c in args.contexts.split(",")]:
         for preset in ("light", "full"):
-            for kind in ("diffusion", "ar"):
+            for kind in ("diffusion", *(("diffusion+sc",) if args.self_condition else ()), "ar"):
                 cmd = [sys.executable, __file__, "--one", f"{kind}:{preset}:{context}", "--device", args.device,
                        "--threads", str(args.threads), "--steps", str(args.steps), "--precision", precision,
                        ] + (["--quick"] if args.quick else [])
@@ -190,7 +197,7 @@ def main() -> int:
                     return 1
                 row = json.loads(done.stdout.strip().splitlines()[-1])
                 rows.append(row)
-                print(f"{kind:10} {preset:8} {context:7d} {row['params']:9,d} {row['train_events_per_s']:11,.0f} "
+                print(f"{kind:12} {preset:8} {context:7d} {row['params']:9,d} {row['train_events_per_s']:11,.0f} "
                       f"{row['generate_events_per_s']:10,.0f} {row['peak_mib']:9,.0f}", flush=True)
     print("\nratios (same run)")
     by = {(r["kind"], r["channels"], r["context"]): r for r in rows}
@@ -199,6 +206,11 @@ def main() -> int:
             d, a = by[("diffusion", preset, context)], by[("ar", preset, context)]
             print(f"  {preset:5} {context:6d}: diffusion/AR generation {d['generate_events_per_s'] / a['generate_events_per_s']:6.1f}x, "
                   f"training {d['train_events_per_s'] / a['train_events_per_s']:5.1f}x")
+            if args.self_condition:
+                s = by[("diffusion+sc", preset, context)]
+                print(f"  {preset:5} {context:6d}: self-conditioned/plain time, training "
+                      f"{d['train_events_per_s'] / s['train_events_per_s']:.2f}x, generation "
+                      f"{d['generate_events_per_s'] / s['generate_events_per_s']:.2f}x")
         light, full = by[("diffusion", "light", context)], by[("diffusion", "full", context)]
         print(f"  light/full cost {context:6d}: training {full['train_events_per_s'] / light['train_events_per_s']:.2f}, "
               f"generation {full['generate_events_per_s'] / light['generate_events_per_s']:.2f} (≤ 0.5 is the target)")

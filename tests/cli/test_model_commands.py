@@ -22,7 +22,7 @@ def trained(tmp_path_factory):
     shared_trace("bug446190").slice(0, 3000).with_meta(workload="bug").save(data)
     model = root / "model"
     assert main(["train", str(data), "-o", str(model), "--channels", "full", "--steps", "6",
-                 "--val-every", "3", "--checkpoint-every", "3", "--seed", "1", "--start-rate", "0.5", "--phase-events", "512", "--ngram-order", "12", *TINY]) == 0
+                 "--val-every", "3", "--checkpoint-every", "3", "--seed", "1", "--start-rate", "0.5", "--phase-events", "512", "--ngram-order", "12", "--no-self-condition", *TINY]) == 0
     return data, model
 
 
@@ -176,11 +176,33 @@ def test_bad_requests_fail_with_one_line_errors(trained, tmp_path, capsys):
     assert "--ngram-weight must be >= 0" in capsys.readouterr().err
     assert main(["generate", str(model), "-n", "10", "--ngram-rounds", "0", "-o", str(tmp_path / "x.parquet")]) == 2
     assert "--ngram-rounds must be >= 1" in capsys.readouterr().err
+    assert main(["generate", str(model), "-n", "10", "--self-condition", "-o", str(tmp_path / "x.parquet")]) == 2
+    assert "trained without self-conditioning" in capsys.readouterr().err
     assert main(["train", "no-such-thing", "-o", str(tmp_path / "m")]) == 2
     assert main(["train", str(data), "-o", str(tmp_path / "m"), "--ngram-order", "0"]) == 2
     assert not (tmp_path / "m").exists()
     assert main(["train", str(data), "-o", str(tmp_path / "m"), "--channels", "event,colour"]) == 2
     assert not (tmp_path / "x.parquet").exists()
+
+
+def test_a_self_conditioned_model_samples_with_its_estimates_or_without(trained, tmp_path):
+    """`train --self-condition` saves it in the config; `generate` feeds the estimates back by
+    default (seeded), and `--no-self-condition` samples the same model without them."""
+    data, _ = trained
+    model = tmp_path / "sc"
+    assert main(["train", str(data), "-o", str(model), "--channels", "light", "--steps", "6", "--seed", "1",
+                 "--self-condition", *TINY]) == 0
+    assert json.loads((model / "config.json").read_text())["model"]["self_condition"] is True
+    traces = {}
+    for name, flags in {"on": [], "again": [], "off": ["--no-self-condition"]}.items():
+        out = tmp_path / f"{name}.parquet"
+        assert main(["generate", str(model), "-n", "200", "--steps", "4", "--seed", "2", "--constraints", "none",
+                     *flags, "-o", str(out)]) == 0
+        traces[name] = tracesynth.load(out).to_pandas()[["ts", "event"]]
+    assert traces["on"].equals(traces["again"])
+    assert not traces["on"].equals(traces["off"])
+    assert tracesynth.load(tmp_path / "on.parquet").meta.extra["self_condition"] is True
+    assert tracesynth.load(tmp_path / "off.parquet").meta.extra["self_condition"] is False
 
 
 def test_light_model_of_a_multi_threaded_workload_reports_its_serial_syscalls(tmp_path, capsys):

@@ -79,3 +79,31 @@ def test_features_at_some_positions_are_those_of_the_whole_window(size):
             some = model.hidden(codes, t, labels, offset=offset, positions=positions)
             assert some.shape == (2, len(positions), config.d_local)
             assert torch.allclose(some, whole[:, positions], atol=1e-5, rtol=0), n
+
+
+def test_self_conditioning_starts_as_a_no_op_and_reads_estimates_where_they_are():
+    """The estimate map is zero-initialised (a fresh model computes what one without it does);
+    once trained, an estimate moves the input at its own position and nowhere else; a model
+    configured without it takes no estimates."""
+    torch.manual_seed(2)
+    config = ModelConfig(context=64, vocab_sizes={"event": 12, "dt": 9}, self_condition=True,
+                         **size_config("tiny", ["event", "dt"]))
+    model = Denoiser(config).eval()
+    codes = {ch: torch.randint(0, v + 1, (2, 64)) for ch, v in config.vocab_sizes.items()}
+    t, labels = torch.tensor([0.5, 0.5]), torch.tensor([0, 0])
+    probs = torch.softmax(torch.randn(3, 12), -1)
+    estimates = {"event": (torch.tensor([0, 1, 1]), torch.tensor([5, 5, 40]), probs),
+                 "dt": (torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long), torch.zeros(0, 9))}
+    with torch.inference_mode():
+        before = model.hidden(codes, t, labels)
+        fed = model.self_cond_input(estimates, (2, 64))
+        assert torch.equal(model.hidden(codes, t, labels, self_cond=fed), before)
+    torch.nn.init.normal_(model.self_cond["ch_event"].weight)
+    with torch.inference_mode():
+        fed = model.self_cond_input(estimates, (2, 64))
+    assert fed.shape == (2, 64, config.d_local)
+    moved = fed.abs().sum(-1) > 0
+    assert moved.nonzero().tolist() == [[0, 5], [1, 5], [1, 40]]
+    assert torch.allclose(fed[1, 40], model.self_cond["ch_event"](probs[2]))
+    plain = Denoiser(ModelConfig(context=64, vocab_sizes={"event": 12, "dt": 9}, **size_config("tiny", ["event", "dt"])))
+    assert plain.self_cond is None and plain.self_cond_input(estimates, (2, 64)) is None

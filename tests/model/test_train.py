@@ -169,11 +169,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _ddp_worker(rank, world, port, out):
+def _ddp_worker(rank, world, port, out, self_condition):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
     mc, tc = _cfgs(6)
+    mc.self_condition = self_condition
     tc.device = "cpu"
     _, _, state = train([periodic_trace()], None, channels="full", model_config=mc, train_config=tc)
     if rank == 0:
@@ -182,11 +183,14 @@ def _ddp_worker(rank, world, port, out):
     torch.distributed.destroy_process_group()
 
 
-def test_ddp_two_gloo_processes_match_single_process(tmp_path):
+@pytest.mark.parametrize("self_condition", [False, True])
+def test_ddp_two_gloo_processes_match_single_process(tmp_path, self_condition):
+    """Also self-conditioned: each process estimates its own windows, as one process would."""
     mc, tc = _cfgs(6)
+    mc.self_condition = self_condition
     _, _, single = train([periodic_trace()], None, channels="full", model_config=mc, train_config=tc)
     out = tmp_path / "ddp.json"
-    mp.spawn(_ddp_worker, args=(2, _free_port(), str(out)), nprocs=2, join=True)
+    mp.spawn(_ddp_worker, args=(2, _free_port(), str(out), self_condition), nprocs=2, join=True)
     ddp = json.loads(out.read_text())
     assert [s for s, _ in ddp] == [s for s, _ in single.train_loss]
     np.testing.assert_allclose([v for _, v in ddp], [v for _, v in single.train_loss], rtol=2e-3, atol=2e-3)
@@ -208,3 +212,24 @@ def test_bf16_training_follows_fp32_and_stays_seeded():
     assert np.abs(bf16 - fp32).max() < 0.05 * np.abs(fp32).max()
     with pytest.raises(ConfigError, match="precision must be one of auto, fp32, bf16"):
         train(data, None, channels="light", model_config=_cfgs()[0], train_config=_cfgs(precision="fp64")[1])
+
+
+def test_self_conditioned_training_is_seeded_and_learns_to_read_its_estimates():
+    """Half the windows see the model's own first-pass estimate: the run stays reproducible,
+    the zero-initialised estimate map learns, and the model saves and loads with it."""
+    mc, tc = _cfgs(12)
+    mc.self_condition = True
+    a, _, sa = train([periodic_trace()], None, channels="light", model_config=mc, train_config=tc)
+    b, _, sb = train([periodic_trace()], None, channels="light", model_config=mc, train_config=tc)
+    assert _same(_weights(a), _weights(b)) and sa.train_loss == sb.train_loss
+    assert all(layer.weight.abs().sum() > 0 for layer in a.self_cond.values())
+    plain, _, sp = train([periodic_trace()], None, channels="light", model_config=_cfgs(12)[0], train_config=tc)
+    assert plain.self_cond is None and sp.train_loss != sa.train_loss
+
+
+def test_self_conditioned_model_round_trips_through_its_checkpoint(tmp_path):
+    mc, tc = _cfgs(4)
+    mc.self_condition = True
+    model, _, _ = train([periodic_trace()], tmp_path / "m", channels="light", model_config=mc, train_config=tc)
+    loaded, _, _, _ = load_model(tmp_path / "m", "cpu")
+    assert loaded.config.self_condition and _same(_weights(model), _weights(loaded))

@@ -516,3 +516,33 @@ def test_the_neighbourhood_best_kept_across_parts_is_a_fresh_max_every_time():
         moved = np.sort(rng.choice(np.flatnonzero(cand.open), 2, replace=False))
         cand.store(moved, torch.zeros(2, 3), None, confidences(moved), None)
     assert cand.open.sum() == 200 - 180
+
+
+def test_a_self_conditioned_model_reads_the_last_step_estimate_at_the_masked_positions():
+    """From the second step on, the network's input carries the previous step's estimate at
+    the tokens still masked and nothing at decided ones; the draws stay seeded."""
+    torch.set_num_threads(1)
+    real = shared_trace("bug446190").slice(0, 2000).with_meta(workload="bug")
+    model, encoder, _ = train([real], None, channels="light",
+                              model_config=ModelConfig(context=64, self_condition=True, **SIZES["tiny"]),
+                              train_config=TrainConfig(steps=10, batch_size=4, val_every=0, checkpoint_every=0))
+    codes, _ = encoder.window(encoder.encode(real), 100, 64)
+    none = {ch: np.zeros(64, dtype=bool) for ch in codes}
+    seen = []
+    hidden = model.hidden
+
+    def spy(batch, *args, self_cond=None, **kw):
+        masked = torch.zeros(64, dtype=torch.bool)
+        for ch in model.channels:
+            masked |= batch[ch][0] == model.mask_ids[ch]
+        seen.append((masked, None if self_cond is None else self_cond[0].abs().sum(-1) > 0))
+        return hidden(batch, *args, self_cond=self_cond, **kw)
+
+    model.hidden = spy
+    out = sample_window(model, codes, none, 0, steps=4, generator=torch.Generator().manual_seed(3))
+    assert len(seen) == 4 and all(fed is not None for _, fed in seen)
+    assert not seen[0][1].any()  # nothing estimated yet
+    for masked, fed in seen[1:]:
+        assert masked.any() and fed[masked].all() and not fed[~masked].any()
+    again = sample_window(model, codes, none, 0, steps=4, generator=torch.Generator().manual_seed(3))
+    assert all((out[ch] == again[ch]).all() for ch in out)

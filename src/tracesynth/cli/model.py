@@ -51,6 +51,10 @@ def train(
                                      help="Events per trace phase: the model learns one vector per block "
                                           "of this many events of a trace (64 blocks, then 'far'); 0: no "
                                           "phase embedding (default: ModelConfig's, 1024)."),
+    self_condition: bool = typer.Option(None, "--self-condition/--no-self-condition",
+                                        help="Feed the previous denoising step's estimates of still-masked "
+                                             "events back into the network (default: off; "
+                                             "docs/model.md, \"Self-conditioning\")."),
     seed: int = typer.Option(0, "--seed", help="Seed: same seed, same model on CPU."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
     precision: str = typer.Option("auto", "--precision",
@@ -71,7 +75,8 @@ def train(
     from tracesynth.model.train import TrainCallbacks, resolve_device, train as run_training
 
     model_cfg = ModelConfig(context=context, **size_config(size, resolve_channels(channels)),
-                            **phase_config(phase_events))
+                            **phase_config(phase_events),
+                            **({} if self_condition is None else {"self_condition": self_condition}))
     traces = load_training_data(data)
     train_cfg = TrainConfig(steps=steps, batch_size=batch_size, lr=lr, seed=seed, device=device, precision=precision,
                             ngram_order=ngram_order,
@@ -151,6 +156,10 @@ def generate(
     precision: str = typer.Option(None, "--precision",
                                   help="What the network samples in: fp32, bf16, or auto (bf16 on CUDA, fp32 "
                                        "on CPU) (default: the model's, fp32)."),
+    self_condition: bool = typer.Option(None, "--self-condition/--no-self-condition",
+                                        help="Self-conditioned models: feed each denoising step's estimates "
+                                             "of the still-masked events to the next (default: on for a "
+                                             "model trained with it)."),
     constraints: str = typer.Option("guided", "--constraints", help="none, repair, or guided (guide + repair)."),
     format: str = typer.Option(None, "-f", "--format", help="parquet, csv, jsonl, text or ctf."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
@@ -186,6 +195,11 @@ def generate(
             setattr(gen, attribute, value)
     if serial_guide is not None:
         gen.serial_guide = serial_guide
+    if self_condition is not None:
+        if self_condition and not gen.model_.config.self_condition:
+            raise ConfigError(f"--self-condition: {model_dir} was trained without self-conditioning "
+                              f"(`tracesynth train --self-condition`)")
+        gen.self_condition = self_condition
     if precision is not None:
         resolve_precision(precision, "cpu")  # a bad value fails before loading anything else
         gen.precision = precision

@@ -220,6 +220,7 @@ def _tracesynth(config: ExperimentConfig, cell: Cell, steps: int):
                       **({} if ts.start_rate is None else {"start_rate": ts.start_rate}),
                       **({} if ts.train_precision is None else {"train_precision": ts.train_precision}),
                       **({} if ts.ngram_order is None else {"ngram_order": ts.ngram_order}),
+                      **({} if ts.self_condition is None else {"self_condition": ts.self_condition}),
                       **_sampling_settings(ts))
 
 

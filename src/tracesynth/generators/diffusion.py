@@ -126,7 +126,7 @@ class TraceSynth(Generator):
                  copy_rounds: int = COPY_ROUNDS, serial_guide: bool = True, guide_rounds: int = GUIDE_ROUNDS,
                  ngram_weight: float = NGRAM_WEIGHT, ngram_rounds: int = NGRAM_ROUNDS,
                  precision: str = SAMPLE_PRECISION, train_precision: str = TRAIN_PRECISION,
-                 ngram_order: int = NGRAM_ORDER):
+                 ngram_order: int = NGRAM_ORDER, self_condition: bool | None = None):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -155,18 +155,20 @@ class TraceSynth(Generator):
         self.precision = precision  # sampling
         self.train_precision = train_precision
         self.ngram_order = ngram_order  # training: the n-gram tables' longest context
+        self.self_condition = self_condition  # None: ModelConfig's default
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
                 "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state",
                 "corrector_steps", "start_temperature", "start_rate", "phase_events", "spread",
                 "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds", "ngram_weight",
-                "ngram_rounds", "precision", "train_precision", "ngram_order")
+                "ngram_rounds", "precision", "train_precision", "ngram_order", "self_condition")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
         model = ModelConfig(context=self.context, **size_config(self.size, self.channels),
-                            **phase_config(self.phase_events))
+                            **phase_config(self.phase_events),
+                            **({} if self.self_condition is None else {"self_condition": self.self_condition}))
         train = TrainConfig(steps=self.train_steps, batch_size=self.batch_size, lr=self.lr,
                             seed=self.random_state, device=self.device, val_every=0, checkpoint_every=0,
                             start_rate=self.start_rate, precision=self.train_precision,
@@ -223,7 +225,8 @@ class TraceSynth(Generator):
                          channel_temperature={"tid": self.tid_temperature},
                          support_rounds=self.support_rounds, copy_rounds=self.copy_rounds,
                          guide_rounds=self.guide_rounds, ngram_weight=self.ngram_weight,
-                         ngram_rounds=self.ngram_rounds, precision=self.precision)
+                         ngram_rounds=self.ngram_rounds, precision=self.precision,
+                         self_condition=self.self_condition is not False)
         if single_thread:  # so `check` (and the evaluation's validity) read it as one thread too
             trace.meta.extra["threads"] = 1
         return trace, repair

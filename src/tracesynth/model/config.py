@@ -33,6 +33,7 @@ class ModelConfig:
                                   # this many (later events share one "far" class); 0 = none
     trace_phases: int = 64        # coarse position: one learned embedding per `trace_phase_events`
     trace_phase_events: int = 1024  # events of the trace (later ones share a "far" class); 0 = none
+    self_condition: bool = False  # the previous step's predictions of still-masked tokens as input
 
     def validate(self) -> ModelConfig:
         if not self.vocab_sizes or "event" not in self.vocab_sizes:
@@ -58,6 +59,7 @@ class ModelConfig:
         data.setdefault("start_flag", False)  # configs saved before the flag existed: no such input
         data.setdefault("trace_positions", 0)  # nor the trace-position embedding
         data.setdefault("trace_phases", 0)  # nor the trace-phase one
+        data.setdefault("self_condition", False)  # nor self-conditioning
         return cls(**data)
 
 

@@ -179,6 +179,18 @@ class Denoiser(nn.Module):
         if config.trace_phases:
             self.trace_phase = nn.Embedding(config.trace_phases + 1, d)
             nn.init.zeros_(self.trace_phase.weight)
+        # Self-conditioning (Chen et al. 2022, "Analog Bits"; for masked diffusion: Cardei et al.
+        # 2026, SCMDM): at a still-masked position, the model's previous estimate of that token
+        # (a distribution over the channel's classes) enters as a linear map of it. Without it a
+        # token that stays masked after a reverse step is inferred again from MASK alone, and
+        # tokens revealed in one step never saw what the others were about to become.
+        # Zero-initialised: it starts as a no-op.
+        self.self_cond = None
+        if config.self_condition:
+            self.self_cond = nn.ModuleDict({_key(ch): nn.Linear(v, d, bias=False)
+                                            for ch, v in config.vocab_sizes.items()})
+            for layer in self.self_cond.values():
+                nn.init.zeros_(layer.weight)
         dil = config.dilations
         self.down_blocks = nn.ModuleList(
             LocalBlock(d, config.kernel_size, dil[i % len(dil)], config.mlp_ratio) for i in range(config.local_blocks))
@@ -203,16 +215,20 @@ class Denoiser(nn.Module):
 
     def hidden(self, codes: dict[str, torch.Tensor], t: torch.Tensor, workload: torch.Tensor,
                at_start: torch.Tensor | None = None, offset: torch.Tensor | None = None,
-               positions: torch.Tensor | None = None) -> torch.Tensor:
+               positions: torch.Tensor | None = None,
+               self_cond: torch.Tensor | None = None) -> torch.Tensor:
         """Per-position features (B, L, d_local); L must be a multiple of `downsample`.
         `offset` (B,) is the index in its trace of each window's first event (None: far from
         the start); `at_start` (B,) flags windows that begin a trace (default: offset == 0).
         Models configured without `start_flag` / `trace_positions` ignore them. `positions`
         (sorted indices): the features of those positions only, (B, len(positions), d_local),
         the same numbers as `hidden(...)[:, positions]` with the last block's pointwise part
-        computed there alone (`LocalBlock.at`)."""
+        computed there alone (`LocalBlock.at`). `self_cond` (B, L, d_local): the
+        self-conditioning input (`self_cond_input`), added to the embeddings."""
         r = self.config.downsample
         x = sum(self.embed[_key(ch)](codes[ch]) for ch in self.channels)
+        if self_cond is not None:
+            x = x + self_cond
         b, n, _ = x.shape
         if n % r:
             raise ValueError(f"window length {n} is not a multiple of {r}")
@@ -258,12 +274,26 @@ class Denoiser(nn.Module):
         weight = self.down.weight.permute(0, 2, 1).reshape(g, r * d)  # (g, d, r) → (g, r·d)
         return F.linear(x.reshape(b, n // r, r * d), weight, self.down.bias)
 
+    def self_cond_input(self, probs: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
+                        shape: tuple[int, int]) -> torch.Tensor | None:
+        """The (B, L, d_local) self-conditioning input from earlier estimates: per channel
+        (window rows, positions, class probabilities) of the tokens still masked; zero
+        elsewhere, as for a token that is decided (its own embedding says it). None when the
+        model is not self-conditioned."""
+        if self.self_cond is None:
+            return None
+        weight = next(iter(self.self_cond.values())).weight
+        out = torch.zeros(*shape, self.config.d_local, device=weight.device, dtype=weight.dtype)
+        for ch, (rows, pos, p) in probs.items():
+            out = out.index_put((rows, pos), self.self_cond[_key(ch)](p.to(weight.dtype)), accumulate=True)
+        return out
+
     def logits(self, hidden: torch.Tensor, channel: str) -> torch.Tensor:
         return self.heads[_key(channel)](hidden)
 
-    def forward(self, codes, t, workload, at_start=None, offset=None) -> dict[str, torch.Tensor]:
+    def forward(self, codes, t, workload, at_start=None, offset=None, self_cond=None) -> dict[str, torch.Tensor]:
         """Logits for every channel at every position (convenient, not the fast path)."""
-        h = self.hidden(codes, t, workload, at_start, offset)
+        h = self.hidden(codes, t, workload, at_start, offset, self_cond=self_cond)
         return {ch: self.logits(h, ch) for ch in self.channels}
 
 

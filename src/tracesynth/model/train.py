@@ -130,8 +130,40 @@ class _HiddenOnly(torch.nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, noisy, t, labels, offset):
-        return self.model.hidden(noisy, t, labels, offset=offset)
+    def forward(self, noisy, t, labels, offset, estimates=None):
+        return _hidden(self.model, noisy, t, labels, offset, estimates)
+
+
+def _hidden(model: Denoiser, noisy, t, labels, offset, estimates):
+    """The denoiser's features, self-conditioned on `estimates` when the model takes them."""
+    self_cond = None if estimates is None else model.self_cond_input(estimates, tuple(noisy["event"].shape))
+    return model.hidden(noisy, t, labels, offset=offset, self_cond=self_cond)
+
+
+#: Share of training windows that are self-conditioned (the model's own estimate from a first
+#: pass at the same noise, as the sampler's previous step gives it); the others see none, as
+#: the sampler's first step. 0.5 as in Chen et al. 2022; the first pass runs on those windows only.
+SELF_COND_RATE = 0.5
+
+
+def _estimates(model: Denoiser, noisy, t, labels, offset, masked, chosen: torch.Tensor):
+    """Per channel (window rows, positions, class probabilities) of the masked tokens of the
+    `chosen` windows, from a pass without gradient: the self-conditioning input."""
+    rows = torch.nonzero(chosen).flatten()
+    out = {}
+    with torch.no_grad():
+        hidden = None
+        if len(rows):
+            pick = {ch: v[rows] for ch, v in noisy.items()}
+            hidden = model.hidden(pick, t[rows], labels[rows], offset=None if offset is None else offset[rows])
+        for ch in model.channels:
+            bi, pi = torch.nonzero(masked[ch][rows], as_tuple=True)
+            if hidden is None:
+                probs = torch.zeros(0, model.config.vocab_sizes[ch], device=t.device)
+            else:
+                probs = torch.softmax(model.logits(hidden[bi, pi], ch).float(), -1)
+            out[ch] = (rows[bi], pi, probs)
+    return out
 
 
 def _noise(step: int, seed: int, codes, labels, model: Denoiser, cfg: TrainConfig):
@@ -241,11 +273,10 @@ def train(
     autocast = network_autocast(state.precision, device)
     local = slice(rank, cfg.batch_size, world)
 
-    def forward_loss(codes, labels, t, noisy, masked, weighting, offset):
+    def forward_loss(codes, labels, t, noisy, masked, weighting, offset, chosen):
         with autocast:
-            hidden = (wrapped(noisy, t, labels, offset) if world > 1
-                      else model.hidden(noisy, t, labels, offset=offset))
-            return _loss_from_hidden(model, hidden, codes, t, masked, weighting)
+            return training_loss(model, codes, noisy, masked, t, labels, offset, weighting, chosen,
+                                 network=wrapped if world > 1 else None)
 
     def checkpoint():
         if out_dir is not None and rank == 0:
@@ -264,8 +295,9 @@ def train(
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, cfg) * group.get("lr_scale", 1.0)
         model.train()
+        chosen = self_cond_windows(cfg.seed, step, cfg.batch_size)
         loss = forward_loss(codes_l, labels[local].to(device), t[local].to(device), noisy_l, masked_l,
-                            cfg.loss_weighting, offsets[local].to(device)).mean()
+                            cfg.loss_weighting, offsets[local].to(device), chosen[local].to(device)).mean()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if cfg.grad_clip:
@@ -292,6 +324,24 @@ def train(
             checkpoint()
     model.eval()
     return model, encoder, state
+
+
+def training_loss(model: Denoiser, codes, noisy, masked, t, labels, offset, weighting: str,
+                  chosen: torch.Tensor | None = None, network=None) -> torch.Tensor:
+    """Per-window loss (B,) of one noised batch. A self-conditioned model first estimates the
+    masked tokens of the `chosen` windows (bool (B,); a pass without gradient) and reads that
+    estimate; `network` (the DDP wrapper) computes the features when given."""
+    estimates = None
+    if model.self_cond is not None and chosen is not None:
+        estimates = _estimates(model, noisy, t, labels, offset, masked, chosen)
+    hidden = (network(noisy, t, labels, offset, estimates) if network is not None
+              else _hidden(model, noisy, t, labels, offset, estimates))
+    return _loss_from_hidden(model, hidden, codes, t, masked, weighting)
+
+
+def self_cond_windows(seed: int, step: int, batch_size: int) -> torch.Tensor:
+    """Which windows of a step's batch are self-conditioned (bool (B,), `SELF_COND_RATE`)."""
+    return torch.as_tensor(np.random.default_rng([seed, step, 3]).random(batch_size) < SELF_COND_RATE)
 
 
 def _loss_from_hidden(model: Denoiser, hidden, codes, t, masked, weighting) -> torch.Tensor:

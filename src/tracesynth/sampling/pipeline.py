@@ -54,6 +54,7 @@ def generate(
     ngram_weight: float = 0.0,
     ngram_rounds: int = 1,
     precision: str = "fp32",
+    self_condition: bool = True,
 ) -> Trace:
     """Generate `n_events` canonical events for `workload` (deterministic in `seed` on CPU);
     with `prefix`, they continue that trace (its last events condition the first window).
@@ -66,7 +67,8 @@ def generate(
     event distributions by the training traces' n-gram evidence on both sides, to that power
     (`encoding.ngrams`; a model saved without the counts: no-op), recomputed `ngram_rounds`
     times per denoising step (`sample_window`'s `prior_rounds`). `precision`: what the network
-    runs in (`model.precision`: fp32, bf16, or auto = bf16 where the device does it natively)."""
+    runs in (`model.precision`: fp32, bf16, or auto = bf16 where the device does it natively).
+    `self_condition`: a self-conditioned model reads its previous step's estimates (False: none)."""
     if workload not in encoder.workloads:
         raise ConfigError(f"unknown workload {workload!r}; the model knows: {', '.join(encoder.workloads)}")
     if not 0.0 <= prefix_fraction < 1.0:
@@ -136,7 +138,8 @@ def generate(
                               spread=spread, channel_temperature=channel_temperature,
                               support_cover=support_cover, support_rounds=support_rounds,
                               copy_guard=copy_guard, copy_rounds=copy_rounds, guide_rounds=guide_rounds,
-                              event_prior=event_prior, prior_rounds=ngram_rounds, precision=precision)
+                              event_prior=event_prior, prior_rounds=ngram_rounds, precision=precision,
+                              self_condition=self_condition)
         cols = decoder.decode_window(codes, start, slot_tids.copy())
         take = min(n_events - produced, window - start)
         parts.append({k: v[:take] for k, v in cols.items()})
@@ -152,6 +155,7 @@ def generate(
     meta = TraceMeta(source_format="tracesynth", workload=workload,
                      n_cpus=encoder.n_cpus if "cpu" in channels else None,
                      extra={"generator": "tracesynth", "channels": list(channels), "steps": steps,
-                            "seed": seed, "guidance_scale": guidance_scale, "precision": precision})
+                            "seed": seed, "guidance_scale": guidance_scale, "precision": precision,
+                            "self_condition": model.self_cond is not None and self_condition})
     return columns_to_trace(parts, meta)
 

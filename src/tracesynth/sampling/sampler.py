@@ -137,6 +137,7 @@ def sample_window(
     event_prior: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
     prior_rounds: int = 1,
     precision: str = "fp32",
+    self_condition: bool = True,
 ) -> dict[str, np.ndarray]:
     """Codes for one window (numpy int64 per channel). `known[ch]` holds codes where
     `known_mask[ch]` is True; everything else is generated. `banned[ch]` lists classes never
@@ -160,7 +161,9 @@ def sample_window(
     `prior_rounds` > 1 spends each step's quota in that many parts, the prior recomputed between
     them from what the parts before decided (one network call per step all the same).
     `precision` ("fp32" or "bf16", `model.precision`): what the network runs in; its features
-    come back as fp32, so the output heads and the draws stay in fp32."""
+    come back as fp32, so the output heads and the draws stay in fp32. `self_condition`: a
+    self-conditioned model reads its previous step's estimates of the still-masked tokens
+    (False: it sees none, as at its first step; models without it: no-op)."""
     if steps < 1:
         raise ValueError("steps must be at least 1")
     if support_rounds < 0 or support_steps < 1:
@@ -210,6 +213,20 @@ def sample_window(
     if precision not in ("fp32", "bf16"):
         raise ValueError(f"precision must be fp32 or bf16, not {precision!r}")
 
+    # A self-conditioned model's latest estimate of each token (class probabilities; zero rows
+    # until a step has predicted it), fed back at the positions still masked.
+    estimate = None if model.self_cond is None or not self_condition else {
+        ch: torch.zeros(len(x[ch][0]), model.config.vocab_sizes[ch], device=device) for ch in model.channels}
+
+    def self_cond() -> torch.Tensor | None:
+        if estimate is None:
+            return None
+        still = {}
+        for ch in model.channels:
+            pos = torch.nonzero(x[ch][0] == mask_ids[ch]).flatten()
+            still[ch] = (torch.zeros_like(pos), pos, estimate[ch][pos])
+        return model.self_cond_input(still, (1, len(x["event"][0]))).expand(len(labels), -1, -1)
+
     def features(t: float, positions: torch.Tensor) -> torch.Tensor:
         """The network's features (fp32) of the window as it is now, at time t, at `positions`
         (sorted): the last block's pointwise layers run there only (`Denoiser.hidden`)."""
@@ -218,7 +235,7 @@ def sample_window(
             positions = None  # every position: the plain forward pass
         with autocast(precision, device):
             hidden = model.hidden(batch, torch.full((len(labels),), t, device=device), labels, offset=offsets,
-                                  positions=positions)
+                                  positions=positions, self_cond=self_cond())
         return hidden.float()
 
     def reveal(t: float, p_reveal: float) -> None:
@@ -246,6 +263,8 @@ def sample_window(
                 rows = torch.searchsorted(need, candidates[ch])
                 base[ch] = _Candidates(candidates[ch], _guided_logits(model, hidden[:, rows], ch, guidance_scale),
                                        len(x[ch][0]), spread if order != "random" else 0)
+                if estimate is not None:  # the network's own estimate, before prior and temperature
+                    estimate[ch][candidates[ch]] = torch.softmax(base[ch].logits.float(), -1)
         # With an n-gram prior the step's quota is spent in `prior_rounds` parts: the network
         # call is shared, the prior is recomputed from the events the parts before decided, so
         # neighbours revealed in one step no longer ignore each other.
