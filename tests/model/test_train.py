@@ -227,6 +227,17 @@ def test_self_conditioned_training_is_seeded_and_learns_to_read_its_estimates():
     assert plain.self_cond is None and sp.train_loss != sa.train_loss
 
 
+def test_self_conditioned_training_and_sampling_run_under_bf16_autocast():
+    """bf16 autocast (auto on CUDA) maps the estimates in bf16; their sum stays in fp32."""
+    from tracesynth.sampling import generate
+
+    mc, tc = _cfgs(3, precision="bf16")
+    mc.self_condition = True
+    model, encoder, state = train([periodic_trace()], None, channels="light", model_config=mc, train_config=tc)
+    assert state.precision == "bf16" and np.isfinite([v for _, v in state.train_loss]).all()
+    assert len(generate(model, encoder, 40, "toy", steps=4, seed=0, precision="bf16")) == 40
+
+
 def test_self_conditioned_model_round_trips_through_its_checkpoint(tmp_path):
     mc, tc = _cfgs(4)
     mc.self_condition = True

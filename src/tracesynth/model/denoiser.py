@@ -285,7 +285,9 @@ class Denoiser(nn.Module):
         weight = next(iter(self.self_cond.values())).weight
         out = torch.zeros(*shape, self.config.d_local, device=weight.device, dtype=weight.dtype)
         for ch, (rows, pos, p) in probs.items():
-            out = out.index_put((rows, pos), self.self_cond[_key(ch)](p.to(weight.dtype)), accumulate=True)
+            # Under bf16 autocast the map's output is bf16: the sum stays in the weights' dtype.
+            mapped = self.self_cond[_key(ch)](p.to(weight.dtype)).to(out.dtype)
+            out = out.index_put((rows, pos), mapped, accumulate=True)
         return out
 
     def logits(self, hidden: torch.Tensor, channel: str) -> torch.Tensor:
