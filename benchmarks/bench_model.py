@@ -25,6 +25,7 @@ diffusion model (`train --self-condition`) beside each diffusion row, with its c
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -87,7 +88,7 @@ def measure(kind: str, preset: str, context: int, device: str, threads: int, rep
         from tracesynth.model.noise import MaskingSchedule
         from tracesynth.model.train import self_cond_windows, training_loss
 
-        step = iter(range(10**9))
+        step = itertools.count()
 
         def train_step():  # as training runs it, self-conditioning's first pass included
             t = torch.rand(batch, generator=gen).clamp(min=0.05).to(device)

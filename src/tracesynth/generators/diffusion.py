@@ -155,7 +155,9 @@ class TraceSynth(Generator):
         self.precision = precision  # sampling
         self.train_precision = train_precision
         self.ngram_order = ngram_order  # training: the n-gram tables' longest context
-        self.self_condition = self_condition  # None: ModelConfig's default
+        # Training: a self-conditioned model or not (None: ModelConfig's default, off); sampling:
+        # False samples a self-conditioned model without its estimates (`generate --no-self-condition`).
+        self.self_condition = self_condition
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
