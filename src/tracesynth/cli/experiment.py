@@ -106,3 +106,29 @@ def _shown_path(path: str) -> str:
 
     rel = os.path.relpath(path)
     return path if rel.startswith("..") else rel
+
+
+@app.command()
+def compare(
+    run_a: Path = typer.Argument(..., help="The baseline: an experiment's output folder or its results.csv."),
+    run_b: Path = typer.Argument(..., help="The run to compare with it, sharing workloads and seeds."),
+    metric: list[str] = typer.Option(None, "--metric", "-m",
+                                     help="A results.csv column; repeat for several (default: TSTR/TRTR, "
+                                          "disc@512 and @2048, copy rate, repeats, events/s)."),
+    out: Path = typer.Option(None, "-o", "--out", help="Also write the report here (Markdown)."),
+):
+    """Two experiment runs cell for cell: per workload A → B and the paired difference with a 95% interval."""
+    from tracesynth.experiments.compare import (DEFAULT_METRICS, compare as compare_runs, load_results,
+                                                load_run_config, render_markdown)
+    from tracesynth.fileio import atomic_path
+
+    frame_a, frame_b = load_results(run_a), load_results(run_b)
+    name = lambda p: (p if p.is_dir() else p.parent).name or str(p)  # noqa: E731
+    result = compare_runs(frame_a, frame_b, metric or DEFAULT_METRICS, name_a=name(run_a), name_b=name(run_b),
+                          configs=(load_run_config(run_a), load_run_config(run_b)))
+    text = render_markdown(result)
+    if out is not None:
+        with atomic_path(out) as tmp:
+            tmp.write_text(text)
+        console_err.print(f"report: {out}", highlight=False)
+    typer.echo(text, nl=False)

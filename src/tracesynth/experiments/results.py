@@ -70,7 +70,7 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     frame["context"] = pd.to_numeric(frame["context"], errors="coerce").astype("Int64")
     frame["seed"] = pd.to_numeric(frame["seed"], errors="coerce").astype("Int64")
     for col in ("channels", "constraints", "error", *TEXT_COLUMNS):
-        frame[col] = frame[col].fillna("").astype(str)
+        frame[col] = frame[col].astype(object).fillna("").astype(str)
     return frame
 
 
