@@ -58,6 +58,8 @@ def test_each_workload_gets_its_paired_difference_and_the_mean_an_interval_over_
     assert "| sqlite | 0.920 → 0.880 (**-0.040 ± " in md
     assert "| tar | 0.950 → 0.950 (+0.000 ± " in md and "**+0.000" not in md
     assert "6 pairs over 2 workloads (sqlite 3, tar 3)" in md
+    # every pair differs alike (one measurement repeated): no interval, not bold
+    assert result.row("tar", "tstr_trtr")["half"] is None and "| 0.980 → 0.990 (+0.010) |" in md
 
 
 def test_a_key_column_that_differs_is_what_is_compared():

@@ -13,7 +13,8 @@ being compared and is left out of the pairing; the others must match. Only finis
 count.
 
 Per workload and metric: the means of A and B over the pairs, and the mean paired difference
-B − A with its 95% t interval over the pairs. Over workloads: the mean of the workloads' means
+B − A with its 95% t interval over the pairs (none where every pair differs alike: a
+figure of the trained model, such as its training time, repeated beside each trace). Over workloads: the mean of the workloads' means
 and differences, the interval over the workloads' mean differences — the traces of one
 workload come from one trained model, so they are not independent draws of what training
 gives, and the workloads are the honest sample size of an overall claim.
@@ -53,7 +54,7 @@ class Comparison:
         hit = self.rows[(self.rows["workload"] == workload) & (self.rows["metric"] == metric)]
         if len(hit) != 1:
             raise KeyError((workload, metric))
-        return hit.iloc[0].to_dict()
+        return {k: None if isinstance(v, float) and np.isnan(v) else v for k, v in hit.iloc[0].to_dict().items()}
 
 
 def load_results(path: str | Path) -> pd.DataFrame:
@@ -151,6 +152,8 @@ def _summarise(pairs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
                 rows.append(dict(workload=workload, metric=metric, n=0, a=None, b=None, diff=None, half=None))
                 continue
             diff, half, n = ci95((both[f"{metric}_b"] - both[f"{metric}_a"]).tolist())
+            if half == 0:  # every pair differs alike: one measurement repeated (a model's training
+                half = None  # time beside each of its traces), not an interval
             row = dict(workload=workload, metric=metric, n=n, a=float(both[f"{metric}_a"].mean()),
                        b=float(both[f"{metric}_b"].mean()), diff=diff, half=half)
             rows.append(row)
