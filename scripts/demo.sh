@@ -70,10 +70,10 @@ $TS generate "$OUT/model" -n "${DEMO_SEQUENTIAL_EVENTS:-8192}" --seed 0 --constr
     -o "$OUT/tracesynth-sequential.parquet"
 
 step "7c. a self-conditioned model (train --self-condition): each denoising step reads what the last one expected"
-# Opt-in (docs/model.md, "Self-conditioning"): on workloads whose samples repeat themselves less
-# than real (sqlite, stream, tar: DEMO_WORKLOAD=sqlite) it halves the 8-grams no training run has
-# and brings the repeated spans closer to real; on scimark, whose sample is already more regular
-# than the held-out run, it makes it more so — the evaluation's last line says which.
+# Opt-in (docs/model.md, "Self-conditioning"): on workloads whose samples repeat themselves under
+# half as much as real (sqlite, pybench: DEMO_WORKLOAD=sqlite) it halves the 8-grams no training
+# run has and its windows are harder to tell from real; on scimark, whose sample is already more
+# regular than the held-out run, it makes it more so — the evaluation's last line says which.
 $TS train "$WORKLOAD:1,2" -o "$OUT/model-self-conditioned" --channels light --context 4096 \
     --steps "${DEMO_STEPS:-300}" --val-every 0 --seed 0 --self-condition
 $TS generate "$OUT/model-self-conditioned" -n "${DEMO_SEQUENTIAL_EVENTS:-8192}" --seed 0 --constraints guided \

@@ -62,8 +62,8 @@ def test_bad_requests_exit_nonzero_with_one_line(tmp_path, capsys):
 
 def test_the_repeat_shares_say_when_self_conditioning_is_worth_a_try():
     # plain models' shares against real's (docs/model.md, "Self-conditioning")
-    assert "--self-condition repeats more" in repeats_advice(0.32, 0.84)      # sqlite: it helped
-    assert "--self-condition repeats more" in repeats_advice(0.11, 0.38)      # pybench: it helped
+    assert "`train --self-condition` raises it" in repeats_advice(0.32, 0.84)      # sqlite: it helped
+    assert "`train --self-condition` raises it" in repeats_advice(0.11, 0.38)      # pybench: it helped
     assert repeats_advice(0.42, 0.51) == repeats_advice(0.76, 0.93) == ""     # tar, stream: it did not
     assert "too regular" in repeats_advice(0.94, 0.67)                        # scimark: it hurt
     assert repeats_advice(0.01, 0.1) == repeats_advice(0.5, None) == ""       # real runs barely repeat

@@ -210,7 +210,7 @@ def repeats_advice(synthetic: float, real: float | None) -> str:
     if real is None or synthetic is None or real < 0.2:
         return ""
     if synthetic < 0.5 * real:
-        return " (under half of real's: a model trained with --self-condition repeats more)"
+        return " (under half of real's: `train --self-condition` raises it, docs/model.md)"
     if synthetic > real + 0.1:
         return " (more than real's: the sample is too regular; --self-condition would make it more so)"
     return ""
