@@ -96,7 +96,7 @@ step "10. compare two published experiment runs cell for cell (the same models a
 # Per workload A -> B and the paired difference with its 95% interval; the committed runs
 # under benchmarks/results/ (docs/experiments.md, "Comparing two runs").
 $TS compare benchmarks/results/experiments-light4096-ngram benchmarks/results/experiments-guide-rounds-ngram \
-    -m tstr_trtr -m disc_512 -m gen_events_per_s -o "$OUT/compare-guide-rounds.md"
+    -m tstr_trtr -m disc_512 -m gen_events_per_s -o "$OUT/compare-guide-rounds.md" --plot "$OUT/compare-guide-rounds.png"
 
 echo
 echo "Reports: $OUT/report-tracesynth/report.html, $OUT/report-markov8/report.html and $OUT/report-self-conditioned/report.html"

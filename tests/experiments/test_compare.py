@@ -100,9 +100,10 @@ def test_runs_that_cannot_pair_are_refused_with_the_reason():
 
 
 def test_the_committed_guide_rounds_runs_pair_up_through_the_cli(tmp_path, capsys):
-    out = tmp_path / "report.md"
+    out, plot = tmp_path / "report.md", tmp_path / "forest.png"
     assert main(["compare", str(FOUR_ROUNDS), str(ONE_ROUND / "results.csv"), "-m", "tstr_trtr",
-                 "-m", "disc_512", "-o", str(out)]) == 0
+                 "-m", "disc_512", "-o", str(out), "--plot", str(plot)]) == 0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and not list(tmp_path.glob(".tracesynth-tmp-*"))
     printed = capsys.readouterr().out
     assert printed == out.read_text()
     assert printed.startswith("# experiments-light4096-ngram → experiments-guide-rounds-ngram\n")

@@ -116,10 +116,11 @@ def compare(
                                      help="A results.csv column; repeat for several (default: TSTR/TRTR, "
                                           "disc@512 and @2048, copy rate, repeats, events/s)."),
     out: Path = typer.Option(None, "-o", "--out", help="Also write the report here (Markdown)."),
+    plot: Path = typer.Option(None, "--plot", help="Also draw the differences as a forest plot (PNG)."),
 ):
     """Two experiment runs cell for cell: per workload A → B and the paired difference with a 95% interval."""
     from tracesynth.experiments.compare import (DEFAULT_METRICS, compare as compare_runs, load_results,
-                                                load_run_config, render_markdown)
+                                                load_run_config, render_markdown, write_plot)
     from tracesynth.fileio import atomic_path
 
     frame_a, frame_b = load_results(run_a), load_results(run_b)
@@ -131,4 +132,6 @@ def compare(
         with atomic_path(out) as tmp:
             tmp.write_text(text)
         console_err.print(f"report: {out}", highlight=False)
+    if plot is not None:
+        console_err.print(f"plot: {write_plot(result, plot)}", highlight=False)
     typer.echo(text, nl=False)

@@ -176,6 +176,13 @@ def _digits(metric: str) -> int:
     return 0 if metric.endswith("_per_s") or metric.endswith("seconds") else 3
 
 
+def _leaves_out_zero(row: dict, metric: str) -> bool:
+    """Whether the difference's interval leaves out zero (and the difference shows as non-zero)."""
+    half = row["half"]
+    return (bool(row["n"]) and half is not None and bool(np.isfinite(half)) and abs(row["diff"]) > half
+            and round(row["diff"], _digits(metric)) != 0)
+
+
 def _cell(row: dict, metric: str) -> str:
     """"A → B (Δ ± h)", the difference bold when its interval leaves out zero."""
     if not row["n"]:
@@ -185,7 +192,7 @@ def _cell(row: dict, metric: str) -> str:
     diff, half = row["diff"], row["half"]
     shown = diff if round(diff, d) else 0.0  # no "-0.000"
     delta = f"{shown:+.{d}f}" + (f" ± {half:.{d}f}" if half is not None and np.isfinite(half) else "")
-    clear = half is not None and np.isfinite(half) and abs(diff) > half and round(diff, d) != 0
+    clear = _leaves_out_zero(row, metric)
     return f"{text} ({'**' + delta + '**' if clear else delta})"
 
 
@@ -222,3 +229,39 @@ def render_markdown(comparison: Comparison) -> str:
     if missing:
         lines += ["", f"Not in both runs: {', '.join(missing)} (a run from an older version lacks the column)."]
     return "\n".join(lines) + "\n"
+
+
+def write_plot(comparison: Comparison, path: str | Path) -> Path:
+    """A forest plot (PNG): one panel per metric, a row per workload and the mean, the paired
+    difference B − A as a dot with its 95% interval as a bar, zero as a line — which way each
+    workload moved and whether its interval leaves out zero, at a glance."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tracesynth.fileio import atomic_path
+
+    c = comparison
+    workloads = [w for w in c.rows["workload"].unique() if w != "mean"] + ["mean"]
+    fig, axes = plt.subplots(1, len(c.metrics), figsize=(3.2 * len(c.metrics), 0.42 * len(workloads) + 1.4),
+                             squeeze=False, sharey=True)
+    y = np.arange(len(workloads))[::-1]
+    for ax, metric in zip(axes[0], c.metrics):
+        for yi, workload in zip(y, workloads):
+            row = c.row(workload, metric)
+            if not row["n"]:
+                continue
+            ax.errorbar(row["diff"], yi, xerr=row["half"] or 0.0, fmt="s" if workload == "mean" else "o",
+                        capsize=3, color="black" if _leaves_out_zero(row, metric) else "grey")
+        ax.axvline(0.0, color="tab:red", linewidth=0.8)
+        ax.set_title(metric, fontsize=9)
+        ax.set_xlabel("B − A", fontsize=8)
+        ax.tick_params(labelsize=7)
+    axes[0][0].set_yticks(y, workloads)
+    fig.suptitle(f"{c.name_a} → {c.name_b}: paired differences, 95% intervals (black: leaves out zero)", fontsize=9)
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
