@@ -82,9 +82,13 @@ def test_generate_reports_unseen_8grams_and_copied_spans(trained, tmp_path, caps
     capsys.readouterr()
     assert main(["generate", str(model), "-n", "64", "--steps", "4", "--constraints", "none",
                  "-o", str(tmp_path / "s.parquet")]) == 0
-    support, copies = capsys.readouterr().err.strip().splitlines()[-2:]
+    repeats, support, copies = capsys.readouterr().err.strip().splitlines()[-3:]
     assert support.startswith("support corrector: ") and "8-grams unseen in training" in support, support
-    table = load_model(model)[1].copies
+    encoder = load_model(model)[1]
+    runs = ", ".join(f"{v:.2f}" for v in encoder.repeat_shares["bug"])
+    assert repeats.startswith("repeats: ") and "of events in a 33-event span that recurs within 512 events " \
+        f"(training runs: {runs})" in repeats, repeats
+    table = encoder.copies
     state = "4 rounds" if table.applies("bug") else "off (real runs share most long spans)"
     assert copies.startswith(f"copy guard: {state}; 256-event spans copied from training "), copies
     assert copies.endswith(f"(a training run from the others: {table.natural['bug']:.2%})"), copies

@@ -144,3 +144,23 @@ def test_encoder_counts_the_threads_that_make_syscalls(workload, threads):
     legacy = encoder.to_json()
     del legacy["syscall_threads"]
     assert TraceEncoder.from_json(legacy).single_syscall_thread is False  # unknown: not assumed
+
+
+def test_the_encoder_keeps_each_training_runs_repeat_share():
+    """What `generate` sets a trace's repeats beside: each training run's share of events in an
+    exactly repeated 33-event span, as the evaluation counts it."""
+    import tracesynth.datasets as ds
+    from tracesynth.evaluation.longrange import repeat_share
+    from tracesynth.evaluation.windows import Vocabulary, encode
+
+    runs = [ds.load("sqlite", i).slice(0, 20_000).with_meta(workload="sqlite") for i in (1, 2)]
+    encoder = TraceEncoder("light").fit(runs)
+    vocab = Vocabulary.from_traces(runs)
+    expected = [round(repeat_share([encode(r, vocab)]), 4) for r in runs]
+    assert encoder.repeat_shares == {"sqlite": expected}
+    assert all(0.5 < v <= 1 for v in expected)  # real sqlite repeats most of its spans (0.81-0.84)
+    again = TraceEncoder.from_json(json.loads(json.dumps(encoder.to_json())))
+    assert again.repeat_shares == encoder.repeat_shares
+    legacy = encoder.to_json()
+    del legacy["repeat_shares"]
+    assert TraceEncoder.from_json(legacy).repeat_shares == {}  # older models: none

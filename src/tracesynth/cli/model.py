@@ -236,6 +236,7 @@ def generate(
     console_err.print(f"network precision: {trace.meta.extra.get('precision', 'fp32')} (--precision {gen.precision})",
                       highlight=False)
     console_err.print(_ngram_note(gen, workload), highlight=False, soft_wrap=True)
+    console_err.print(_repeats_note(gen, codes, workload), highlight=False, soft_wrap=True)
     console_err.print(_support_note(gen, codes, workload), highlight=False, soft_wrap=True)
     console_err.print(_copy_note(gen, codes, workload), highlight=False, soft_wrap=True)
     serial = gen.serial_syscalls(workload)
@@ -276,6 +277,24 @@ def _serial_note(serial: list[str], trace) -> str:
     broken, total = overlaps(trace.events.column("event").to_numpy(zero_copy_only=False), serial)
     return (f"serial guide: {len(serial)} syscalls the training runs never overlap; "
             f"{broken:,} of their {total:,} events break one-at-a-time order")
+
+
+def _repeats_note(gen, codes, workload: str) -> str:
+    """One line on how much of the trace repeats itself exactly, beside the training runs, and
+    what that says to do (`evaluation.report.repeats_advice`)."""
+    from tracesynth.evaluation.report import repeats_advice
+    from tracesynth.evaluation.windows import REPEAT_RADIUS, REPEAT_REACH, token_repeat_share
+
+    share = token_repeat_share(codes)
+    what = f"of events in a {2 * REPEAT_RADIUS + 1}-event span that recurs within {REPEAT_REACH} events"
+    if share is None:
+        return f"repeats: trace too short to count the share {what}"
+    real = gen.encoder_.repeat_shares.get(workload)
+    if not real:
+        return f"repeats: {share:.2f} {what} (model saved without its training runs' share)"
+    runs = (", ".join(f"{v:.2f}" for v in real) if len(real) <= 4
+            else f"{min(real):.2f}-{max(real):.2f} over {len(real)} runs")
+    return f"repeats: {share:.2f} {what} (training runs: {runs}){repeats_advice(share, sum(real) / len(real))}"
 
 
 def _copy_note(gen, codes, workload: str) -> str:

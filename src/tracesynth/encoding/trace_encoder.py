@@ -26,6 +26,7 @@ from tracesynth.encoding.serial import serial_syscalls
 from tracesynth.encoding.support import EventSupport
 from tracesynth.encoding.tid import TidAllocator, TidEncoder
 from tracesynth.errors import ConfigError
+from tracesynth.evaluation.windows import token_repeat_share
 from tracesynth.schema import SYSCALL_EXIT_PREFIX, Trace, TraceMeta
 
 ENCODER_VERSION = 1
@@ -75,6 +76,10 @@ class TraceEncoder:
         # Per workload, the syscalls its training runs never overlap (encoding/serial.py): what
         # guides a trace without thread ids on a multi-threaded workload. Empty for older models.
         self.serial: dict[str, list[str]] = {}
+        # Per workload, each training run's share of events in an exactly repeated 33-event span
+        # (`evaluation.longrange.repeat_share`): what `generate` sets a trace's share beside.
+        # Empty for older models.
+        self.repeat_shares: dict[str, list[float]] = {}
 
     # --- fitting ------------------------------------------------------------------------
     def fit(self, traces: Sequence[Trace]) -> TraceEncoder:
@@ -98,6 +103,11 @@ class TraceEncoder:
                                           if (t.meta.workload or "default") == w)
                        for w in self.workloads}
         self.copies = SpanTable.fit(codes)
+        self.repeat_shares = {}
+        for w, run in codes:
+            share = token_repeat_share(run)
+            if share is not None:
+                self.repeat_shares.setdefault(w, []).append(round(share, 4))
         self.ngrams = EventNGrams.fit(codes, self.event.vocab_size, k=self.ngram_order)
         return self
 
@@ -199,6 +209,7 @@ class TraceEncoder:
             "n_cpus": self.n_cpus,
             "syscall_threads": self.syscall_threads,
             "serial_syscalls": self.serial,
+            "repeat_shares": self.repeat_shares,
         }
 
     @classmethod
@@ -219,6 +230,7 @@ class TraceEncoder:
         enc.n_cpus = int(data["n_cpus"])
         enc.syscall_threads = data.get("syscall_threads")  # None: saved before it was fitted
         enc.serial = {w: list(names) for w, names in data.get("serial_syscalls", {}).items()}
+        enc.repeat_shares = {w: [float(v) for v in shares] for w, shares in data.get("repeat_shares", {}).items()}
         return enc
 
 

@@ -39,14 +39,12 @@ import numpy as np
 
 from tracesynth.evaluation.fidelity import distribution_distance
 from tracesynth.evaluation.predictors import hashed_ngram_counts
-from tracesynth.evaluation.windows import Encoded, kgram_hashes
+from tracesynth.evaluation.windows import REPEAT_RADIUS, REPEAT_REACH, Encoded, kgram_hashes, repeat_counts
 
 MAX_LAG = 4096
 ACF_TOP_EVENTS = 8
 ACF_PLOT_LAGS = np.unique(np.round(np.logspace(0, np.log10(MAX_LAG), 40)).astype(int))
 RECURRENCE_K = 8
-REPEAT_RADIUS = 16   # `repeats`: an event's span is the 33 events centred on it
-REPEAT_REACH = 512   # and counts as repeated when the same span starts this close again
 DISCRIMINATIVE_LENGTHS = (512, 2048, 4096)
 DISCRIMINATIVE_MAX_WINDOWS = 200
 # Below this many windows per side the score is not computed (`available: false`): the
@@ -147,20 +145,9 @@ def repeat_share(traces: Sequence[Encoded], radius: int = REPEAT_RADIUS, reach: 
     centred on them occur again, exactly, starting within `reach` events before or after (None:
     no trace long enough). Real runs of a loop repeat most of their spans at the loop's period; a
     generator that decides each iteration's branches afresh repeats few."""
-    span = 2 * radius + 1
-    covered = total = 0
-    for t in traces:
-        h = kgram_hashes(t.tokens, span)
-        if not len(h):
-            continue
-        order = np.argsort(h, kind="stable")  # stable: positions ascend within one span
-        near = (h[order][1:] == h[order][:-1]) & (np.diff(order) <= reach)
-        hit = np.zeros(len(h), dtype=bool)
-        hit[order[1:][near]] = True   # an earlier copy close enough
-        hit[order[:-1][near]] = True  # a later one
-        covered += int(hit.sum())
-        total += len(h)
-    return covered / total if total else None
+    counts = [repeat_counts(t.tokens, radius, reach) for t in traces]
+    total = sum(n for _, n in counts)
+    return sum(c for c, _ in counts) / total if total else None
 
 
 def compare_repeats(candidate: Sequence[Encoded], reference: Sequence[Encoded]) -> dict:

@@ -240,3 +240,27 @@ def require_event_names(trace: Trace, role: str) -> None:
         raise TraceFormatError(trace_label(trace), f"row {row}",
                                f"{role} trace has a null event name ({pc.sum(missing).as_py()} rows); "
                                "fix or drop those rows before evaluating")
+
+
+# --- exact repeats ------------------------------------------------------------------------------
+REPEAT_RADIUS = 16   # `repeats`: an event's span is the 33 events centred on it
+REPEAT_REACH = 512   # and counts as repeated when the same span starts this close again
+
+
+def token_repeat_share(tokens: np.ndarray, radius: int = REPEAT_RADIUS, reach: int = REPEAT_REACH) -> float | None:
+    """`repeat_share` of one sequence of event codes (any integer coding: only equality counts)."""
+    covered, total = repeat_counts(np.asarray(tokens), radius, reach)
+    return covered / total if total else None
+
+
+def repeat_counts(tokens: np.ndarray, radius: int, reach: int) -> tuple[int, int]:
+    """(events in a repeated span, events with a whole span) of one sequence."""
+    h = kgram_hashes(tokens, 2 * radius + 1)
+    if not len(h):
+        return 0, 0
+    order = np.argsort(h, kind="stable")  # stable: positions ascend within one span
+    near = (h[order][1:] == h[order][:-1]) & (np.diff(order) <= reach)
+    hit = np.zeros(len(h), dtype=bool)
+    hit[order[1:][near]] = True   # an earlier copy close enough
+    hit[order[:-1][near]] = True  # a later one
+    return int(hit.sum()), len(h)
