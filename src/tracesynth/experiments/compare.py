@@ -37,6 +37,13 @@ from tracesynth.experiments.results import KEY_COLUMNS, METRIC_COLUMNS, ci95, re
 DEFAULT_METRICS = ("tstr_trtr", "disc_512", "disc_2048", "copy_rate_256", "repeats", "gen_events_per_s")
 
 
+#: run.json keys that are not settings of a cell: the run's name and its peers (peer cells pair
+#: only with the same peer's), and which cells a run holds (`grid.*`, `data.workloads`: the
+#: pairing already says which cells the runs share).
+NOT_SETTINGS = ("name", "peers")
+CELL_SELECTION = ("grid.", "data.workloads")
+
+
 @dataclass
 class Comparison:
     """The paired cells of two runs and their per-workload and overall figures."""
@@ -99,7 +106,7 @@ def setting_differences(config_a: dict | None, config_b: dict | None) -> list[tu
 
     fa, fb = flat(config_a), flat(config_b)
     return [(k, fa.get(k), fb.get(k)) for k in sorted(set(fa) | set(fb))
-            if k not in ("name", "peers") and fa.get(k) != fb.get(k)]
+            if fa.get(k) != fb.get(k) and k not in NOT_SETTINGS and not k.startswith(CELL_SELECTION)]
 
 
 def compare(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, *, name_a: str = "A",
@@ -201,8 +208,7 @@ def render_markdown(comparison: Comparison) -> str:
     c = comparison
     lines = [f"# {c.name_a} → {c.name_b}", ""]
     what = [f"{col} {', '.join(map(str, va))} → {', '.join(map(str, vb))}" for col, (va, vb) in c.differing.items()]
-    what += [f"`{key}` {_setting(va)} → {_setting(vb)}" for key, va, vb in c.settings
-             if not key.startswith("grid.") and not key.startswith("data.workloads")]
+    what += [f"`{key}` {_setting(va)} → {_setting(vb)}" for key, va, vb in c.settings]
     lines.append(f"Compared: {'; '.join(what)}." if what else
                  "Compared: the same cells of two runs whose recorded settings match (no run.json, or the same "
                  "config: a code or model change).")
