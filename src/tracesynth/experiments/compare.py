@@ -54,7 +54,7 @@ class Comparison:
     differing: dict[str, tuple[list, list]]           # key columns compared: (A's values, B's values)
     metrics: list[str]
     pairs: pd.DataFrame                               # one row per pair: keys, <metric>_a, <metric>_b
-    rows: pd.DataFrame = field(default=None)          # workload, metric, n, a, b, diff, half
+    rows: pd.DataFrame                                # workload, metric, n, a, b, diff, half
     settings: list[tuple[str, object, object]] = field(default_factory=list)  # run.json: key, A, B
 
     def row(self, workload: str, metric: str) -> dict:
@@ -143,10 +143,9 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, *, name_a
     if pairs.empty:
         raise ConfigError(f"no cell of {name_a} pairs with one of {name_b} on {', '.join(keys)} "
                           f"({name_a}: {len(a)} finished cells, {name_b}: {len(b)})")
-    out = Comparison(name_a, name_b, keys, differing, metrics, pairs.sort_values(keys).reset_index(drop=True),
-                     settings=setting_differences(*configs))
-    out.rows = _summarise(out.pairs, metrics)
-    return out
+    pairs = pairs.sort_values(keys).reset_index(drop=True)
+    return Comparison(name_a, name_b, keys, differing, metrics, pairs, _summarise(pairs, metrics),
+                      settings=setting_differences(*configs))
 
 
 def _summarise(pairs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
