@@ -5,8 +5,11 @@
 # (docs/experiments.md, "Models trained elsewhere").
 #
 #   SECONDS_BOX=480 bash benchmarks/gpu_long_training.sh     # writes under $OUT (default: a temp dir)
+#   STEPS=8000 SECONDS_BOX=500 bash benchmarks/gpu_long_training.sh   # a known step count, no probe
 #
-# 1. a 40-step probe of all workloads at once measures seconds per step under that load;
+# 1. a 40-step probe of all workloads at once measures seconds per step under that load (on an
+#    H200 it read 0.115 s where the long run took 0.051: start-up and warm-up weigh on 40 steps,
+#    so the probe errs short; once a machine's rate is known, pass STEPS);
 # 2. the step count is the largest multiple of 500 (at most MAX_STEPS) that fits in what is left
 #    of the box, and every workload trains that many steps (same seed, same schedule shape);
 #    (a guard stops the trainings when the box runs out: the halfway checkpoint is then what comes back);
@@ -52,24 +55,24 @@ train_all() {  # STEPS DIR EXTRA...: every workload at once; waits for all
 if [ -n "${STEPS:-}" ]; then   # a step count known from an earlier probe: no probe
     steps=$STEPS
 else
-echo "== 1. probe: $PROBE_STEPS steps, all workloads at once"
-mkdir -p "$WORK/probe"
-if ! train_all "$PROBE_STEPS" "$WORK/probe" --val-every 0 --checkpoint-every 1000; then
-    for w in "${WORKLOADS[@]}"; do echo "-- $w"; tail -5 "$WORK/probe/$w.log"; done
-    echo "probe failed"; exit 1
-fi
-per_step=$("$PY" - "$WORK/probe" "$PROBE_STEPS" "${WORKLOADS[@]}" <<'PY'
+    echo "== 1. probe: $PROBE_STEPS steps, all workloads at once"
+    mkdir -p "$WORK/probe"
+    if ! train_all "$PROBE_STEPS" "$WORK/probe" --val-every 0 --checkpoint-every 1000; then
+        for w in "${WORKLOADS[@]}"; do echo "-- $w"; tail -5 "$WORK/probe/$w.log"; done
+        echo "probe failed"; exit 1
+    fi
+    per_step=$("$PY" - "$WORK/probe" "$PROBE_STEPS" "${WORKLOADS[@]}" <<'PY'
 import json, sys
 d, n = sys.argv[1], int(sys.argv[2])
 secs = [json.load(open(f"{d}/{w}/state.json"))["seconds"] / n for w in sys.argv[3:]]
 print(max(secs))
 PY
-)
-probe_wall=$(( $(date +%s) - t0 ))
-steps=$("$PY" -c "
+    )
+    probe_wall=$(( $(date +%s) - t0 ))
+    steps=$("$PY" -c "
 left = $BOX - $probe_wall - 45        # 45 s: start-up, final tables and packing
 print(int(min($MAX_STEPS, max($STEP_UNIT, left / ($per_step * 1.15)) // $STEP_UNIT * $STEP_UNIT)))")
-echo "probe: ${per_step} s/step (slowest of ${#WORKLOADS[@]} at once), ${probe_wall} s so far → ${steps} steps"
+    echo "probe: ${per_step} s/step (slowest of ${#WORKLOADS[@]} at once), ${probe_wall} s so far → ${steps} steps"
 fi
 
 echo "== 2. train ${steps} steps, all workloads at once (bf16 autocast)"
