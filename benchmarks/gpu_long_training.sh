@@ -13,7 +13,10 @@
 # 2. the step count is the largest multiple of 500 (at most MAX_STEPS) that fits in what is left
 #    of the box, and every workload trains that many steps (same seed, same schedule shape);
 #    (a guard stops the trainings when the box runs out: the halfway checkpoint is then what comes back);
-# 3. each model directory, less its optimizer state, is packed two workloads to a tar.gz.
+# 3. each model directory, less its optimizer state, is packed two workloads to a tar.gz; with
+#    KEEP_BEST=1 the trainings run with --keep-best and each workload's best-validated weights
+#    (MODEL_DIR/best, a whole model directory) come back in its place (the 16 MiB a file the
+#    device tool returns holds two workloads' models, not four).
 # Without a CUDA device it says so and exits 0. GPU training is not bit-reproducible (bf16
 # autocast, atomics); the seed still fixes the data order and initial weights.
 set -uo pipefail
@@ -33,6 +36,7 @@ MAX_STEPS=${MAX_STEPS:-10000}
 STEP_UNIT=${STEP_UNIT:-500}
 PROBE_STEPS=${PROBE_STEPS:-40}
 WORK=${WORK:-/tmp/gpu_long}
+KEEP_BEST=${KEEP_BEST:-0}
 mkdir -p "$OUT" "$WORK"
 t0=$(date +%s)
 "$PY" -c 'import torch, tracesynth; print("device:", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu", "| torch", torch.__version__, "| tracesynth", tracesynth.__version__)'
@@ -79,7 +83,10 @@ echo "== 2. train ${steps} steps, all workloads at once (bf16 autocast)"
 mkdir -p "$WORK/long"
 t1=$(date +%s)
 left=$(( BOX - ($(date +%s) - t0) - 20 ))
-TIMEOUT="timeout $left" train_all "$steps" "$WORK/long" --val-every $STEP_UNIT --checkpoint-every $(( (steps + 1) / 2 )) || echo "(a training failed; see its log)"
+best=()
+[ "$KEEP_BEST" = 1 ] && best=(--keep-best)
+TIMEOUT="timeout $left" train_all "$steps" "$WORK/long" --val-every $STEP_UNIT --checkpoint-every $(( (steps + 1) / 2 )) \
+    "${best[@]}" || echo "(a training failed; see its log)"
 echo "trained in $(( $(date +%s) - t1 )) s wall"
 "$PY" - "$WORK/long" "${WORKLOADS[@]}" <<'PY' | tee "$OUT/summary.txt"
 import json, sys
@@ -90,16 +97,24 @@ for w in sys.argv[2:]:
     except OSError as e:
         print(f"{w}: no model ({e})"); continue
     v = s["val_loss"][-1] if s.get("val_loss") else ("-", float("nan"))
+    best = f", best {s['best_val_loss']:.3f} at step {s['best_step']}" if s.get("best_step") is not None else ""
     print(f"{w}: step {s['step']}, {s['seconds']:.0f} s of steps, {s['events_seen'] / s['seconds']:,.0f} events/s, "
-          f"validation {v[1]:.3f} at step {v[0]}, {s['precision']}")
+          f"validation {v[1]:.3f} at step {v[0]}{best}, {s['precision']}")
 PY
 for w in "${WORKLOADS[@]}"; do tail -2 "$WORK/long/$w.log"; done >"$OUT/train_tails.txt"
 
 echo "== 3. pack"
+pack=$WORK/long
+if [ "$KEEP_BEST" = 1 ]; then   # each workload's best/ under the workload's name
+    pack=$WORK/best && rm -rf "$pack" && mkdir -p "$pack"
+    for w in "${WORKLOADS[@]}"; do
+        [ -d "$WORK/long/$w/best" ] && ln -s "$WORK/long/$w/best" "$pack/$w"
+    done
+fi
 n=${#WORKLOADS[@]}
 for ((i = 0; i < n; i += 2)); do
     pair=("${WORKLOADS[@]:i:2}")
-    tar -C "$WORK/long" --exclude=optimizer.safetensors -czf "$OUT/models_$(IFS=_; echo "${pair[*]}").tar.gz" "${pair[@]}"
+    tar -h -C "$pack" --exclude=optimizer.safetensors --exclude=best -czf "$OUT/models_$(IFS=_; echo "${pair[*]}").tar.gz" "${pair[@]}"
 done
 ls -la "$OUT"
 echo "total $(( $(date +%s) - t0 )) s"

@@ -43,6 +43,23 @@ def test_train_writes_a_checkpoint_and_resume_continues(trained, capsys):
     assert "trained 9 steps in " in log and " s (fp32), validation" in log, log  # auto: fp32 on a CPU
 
 
+def test_train_keep_best_and_patience_stop_a_run_and_generate_from_the_best(trained, tmp_path, capsys):
+    data, _ = trained
+    model = tmp_path / "model"
+    # A learning rate too small to move the loss: the first validation stays the best.
+    assert main(["train", str(data), "-o", str(model), "--steps", "40", "--val-every", "2", "--lr", "1e-9",
+                 "--keep-best", "--patience", "2", "--seed", "1", *TINY]) == 0
+    log = " ".join(capsys.readouterr().err.split())  # paths may wrap
+    assert "trained 6 steps in " in log, log
+    assert "stopped early: no better validation loss in the 2 validations after step 2" in log, log
+    assert f"at step 2 → {model / 'best'}" in log, log
+    assert json.loads((model / "best" / "state.json").read_text())["step"] == 2
+    out = tmp_path / "from-best.parquet"
+    assert main(["generate", str(model / "best"), "-n", "200", "-o", str(out), "--seed", "0"]) == 0
+    assert len(tracesynth.load(out)) == 200
+    assert main(["train", str(data), "-o", str(tmp_path / "m2"), "--patience", "-1", *TINY]) == 2
+
+
 @pytest.mark.parametrize("suffix", ["parquet", "csv", "jsonl"])
 def test_generate_writes_a_readable_canonical_trace(trained, tmp_path, suffix):
     _, model = trained

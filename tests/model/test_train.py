@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -12,11 +13,11 @@ import torch
 import torch.multiprocessing as mp
 from safetensors.torch import load_file
 
-from toy_traces import periodic_trace
+from toy_traces import drifting_trace, periodic_trace
 from tracesynth.errors import ConfigError
 from tracesynth.model.checkpoint import load_model
 from tracesynth.model.config import SIZES, ModelConfig, TrainConfig
-from tracesynth.model.train import TrainCallbacks, train
+from tracesynth.model.train import TrainCallbacks, train, validations_since_best
 
 
 @pytest.fixture(autouse=True)
@@ -161,6 +162,79 @@ def test_resume_without_checkpoint_is_a_config_error(tmp_path):
     mc, tc = _cfgs(2)
     with pytest.raises(ConfigError, match="no checkpoint"):
         train([periodic_trace()], tmp_path / "none", model_config=mc, train_config=tc, resume=True)
+
+
+def _overfitting(steps=24, **train_kw):
+    """Configs under which the toy model is best-validated at step 4 of `drifting_trace()`, then
+    worse at every validation after (measured: 3.66, 4.97, 6.48, ... nats/event)."""
+    mc, tc = _cfgs(steps)
+    return mc, dataclasses.replace(tc, lr=3e-2, **train_kw)
+
+
+def test_keep_best_keeps_the_weights_of_the_lowest_validation_loss(tmp_path):
+    mc, tc = _overfitting(keep_best=True)
+    at_checkpoint = {}
+
+    def snapshot(step):
+        at_checkpoint[step] = load_file(str(tmp_path / "m" / "model.safetensors"))
+
+    model, encoder, state = train([drifting_trace()], tmp_path / "m", channels="light", model_config=mc,
+                                  train_config=tc, callbacks=TrainCallbacks(on_checkpoint=snapshot))
+    losses = dict(state.val_loss)
+    assert state.best_step == 4 == min(losses, key=losses.get) and state.step == 24
+    assert losses[24] > losses[4] + 1  # it did overfit: the last weights are not the best
+    best = tmp_path / "m" / "best"
+    assert sorted(p.name for p in best.iterdir()) == ["config.json", "copies.safetensors", "encoder.json",
+                                                      "model.safetensors", "ngrams.safetensors", "state.json",
+                                                      "support.safetensors"]  # a model directory, no optimizer
+    assert _same(load_file(str(best / "model.safetensors")), at_checkpoint[4])
+    assert not _same(load_file(str(best / "model.safetensors")), at_checkpoint[24])
+    loaded, enc2, _, best_state = load_model(best)
+    assert best_state["step"] == 4 and enc2.to_json() == encoder.to_json()
+    assert json.loads((tmp_path / "m" / "state.json").read_text())["best_step"] == 4
+    assert not list((tmp_path / "m").glob(".tracesynth-tmp-*"))
+    # A fresh run into the same directory without --keep-best does not leave the old best behind.
+    train([drifting_trace()], tmp_path / "m", channels="light", model_config=mc,
+          train_config=dataclasses.replace(tc, steps=4, keep_best=False))
+    assert not best.exists()
+
+
+def test_keep_best_survives_a_kill_and_resume(tmp_path):
+    mc, tc = _overfitting(steps=12, keep_best=True)
+    straight = train([drifting_trace()], tmp_path / "a", channels="light", model_config=mc, train_config=tc)[2]
+
+    def kill(step):
+        if step == 8:
+            raise _Killed
+
+    with pytest.raises(_Killed):
+        train([drifting_trace()], tmp_path / "b", channels="light", model_config=mc, train_config=tc,
+              callbacks=TrainCallbacks(on_checkpoint=kill))
+    resumed = train([drifting_trace()], tmp_path / "b", model_config=mc, train_config=tc, resume=True)[2]
+    assert resumed.best_step == straight.best_step == 4 and resumed.best_val_loss == straight.best_val_loss
+    assert _same(load_file(str(tmp_path / "a" / "best" / "model.safetensors")),
+                 load_file(str(tmp_path / "b" / "best" / "model.safetensors")))
+
+
+def test_patience_stops_a_run_that_no_longer_improves_and_it_stays_stopped(tmp_path):
+    mc, tc = _overfitting(steps=40, patience=2)
+    _, _, state = train([drifting_trace()], tmp_path / "m", channels="light", model_config=mc, train_config=tc)
+    assert state.stopped_early and state.step == 12 and [s for s, _ in state.val_loss] == [4, 8, 12]
+    assert validations_since_best(state) == 2 and not (tmp_path / "m" / "best").exists()
+    saved = json.loads((tmp_path / "m" / "state.json").read_text())
+    assert saved["step"] == 12 and saved["stopped_early"] is True  # the checkpoint is the stopping step's
+    again = train([drifting_trace()], tmp_path / "m", model_config=mc, train_config=tc, resume=True)[2]
+    assert again.stopped_early and again.step == 12 and len(again.train_loss) == 12
+
+
+def test_keeping_the_best_needs_held_out_windows_and_periodic_validation():
+    mc, tc = _overfitting(keep_best=True)
+    with pytest.raises(ConfigError, match="held-out validation windows: no training trace has a 10% tail of 32"):
+        train([periodic_trace(n=96)], None, channels="light", model_config=mc, train_config=tc)
+    with pytest.raises(ConfigError, match="needs periodic validation"):
+        dataclasses.replace(tc, val_every=0).validate()
+    with pytest.raises(ConfigError, match="patience must be >= 0"):
+        dataclasses.replace(tc, patience=-1).validate()
 
 
 def _free_port() -> int:

@@ -13,7 +13,20 @@ TIDS = [10, 10, 10, 20, 20, 20]
 
 
 def periodic_trace(n: int = 960, workload: str = "toy") -> Trace:
+    return _cycle_trace(np.arange(n) % len(CYCLE), workload)
+
+
+def drifting_trace(n: int = 960, workload: str = "toy") -> Trace:
+    """The periodic trace with its last tenth (the validation tail) in random order: the better a
+    model learns the cycle, the worse it predicts the tail. Overfitting in a few dozen steps."""
     idx = np.arange(n) % len(CYCLE)
+    tail = n - n // 10
+    idx[tail:] = np.random.default_rng(0).integers(0, len(CYCLE), n - tail)
+    return _cycle_trace(idx, workload)
+
+
+def _cycle_trace(idx: np.ndarray, workload: str) -> Trace:
+    n = len(idx)
     events = [CYCLE[i] for i in idx]
     tids = [TIDS[i] for i in idx]
     return Trace.from_pydict(

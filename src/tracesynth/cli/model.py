@@ -67,12 +67,21 @@ def train(
     resume: bool = typer.Option(False, "--resume", help="Continue from the checkpoint in --out."),
     val_every: int = typer.Option(100, "--val-every", help="Validation loss every N steps (0: only at the end)."),
     checkpoint_every: int = typer.Option(100, "--checkpoint-every", help="Checkpoint every N steps."),
+    keep_best: bool = typer.Option(False, "--keep-best",
+                                   help="Also keep the weights of the lowest validation loss, as a model "
+                                        "directory in OUT/best (generate from it); set on the first run, "
+                                        "kept on --resume."),
+    patience: int = typer.Option(0, "--patience", min=0,
+                                 help="Stop after this many validations without a better loss (0: never); "
+                                      "set on the first run, kept on --resume."),
 ):
     """Train the diffusion generator; `torchrun --nproc_per_node N -m tracesynth train ...` for DDP."""
     from tracesynth.encoding import resolve_channels
     from tracesynth.model.config import ModelConfig, TrainConfig, phase_config, size_config
     from tracesynth.model.precision import cpu_has_native_bf16
+    from tracesynth.model.checkpoint import BEST
     from tracesynth.model.train import TrainCallbacks, resolve_device, train as run_training
+    from tracesynth.model.train import validations_since_best
 
     model_cfg = ModelConfig(context=context, **size_config(size, resolve_channels(channels)),
                             **phase_config(phase_events),
@@ -81,6 +90,7 @@ def train(
     train_cfg = TrainConfig(steps=steps, batch_size=batch_size, lr=lr, seed=seed, device=device, precision=precision,
                             ngram_order=ngram_order,
                             val_every=val_every or steps, checkpoint_every=checkpoint_every,
+                            keep_best=keep_best, patience=patience,
                             **({} if start_rate is None else {"start_rate": start_rate}))
     rank0 = int(os.environ.get("RANK", 0)) == 0
     start = time.perf_counter()
@@ -106,6 +116,12 @@ def train(
         used = f"{state.precision}, emulated on this CPU: slower than fp32" if emulated else state.precision
         console_err.print(f"trained {state.step} steps in {seconds:.0f} s ({used}){val}{held} → {out}",
                           highlight=False)
+        if state.stopped_early:
+            console_err.print(f"stopped early: no better validation loss in the {validations_since_best(state)} "
+                              f"validations after step {state.best_step}", highlight=False)
+        if state.best_step is not None and (out / BEST).is_dir():  # --keep-best (this run's or the saved one's)
+            console_err.print(f"best validation {state.best_val_loss:.3f} nats/event at step {state.best_step} "
+                              f"→ {out / BEST}", highlight=False)
 
 
 @app.command()

@@ -8,6 +8,8 @@
     ngrams.safetensors     their event n-gram counts, both directions (encoding.ngrams), if fitted
     optimizer.safetensors  AdamW moments (only while training can resume)
     state.json             step, losses, validation history, optimizer hyperparameters
+    best/                  with `train --keep-best`: a model directory (no optimizer state) of
+                           the weights whose validation loss was lowest so far
 
 The whole directory is written to a temporary sibling and renamed into place, so a kill during
 a save leaves the previous checkpoint intact.
@@ -16,6 +18,8 @@ a save leaves the previous checkpoint intact.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import torch
@@ -34,6 +38,7 @@ from tracesynth.model.config import ModelConfig, TrainConfig, dumps
 from tracesynth.model.denoiser import Denoiser
 
 FILES = ("model.safetensors", "config.json", "encoder.json")
+BEST = "best"  # the subdirectory `train --keep-best` keeps the best-validated weights in
 
 
 def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], list]:
@@ -46,7 +51,11 @@ def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torc
 
 
 def save_checkpoint(directory: str | Path, model: Denoiser, encoder: TraceEncoder, train: TrainConfig | None,
-                    optimizer: torch.optim.Optimizer | None = None, state: dict | None = None) -> Path:
+                    optimizer: torch.optim.Optimizer | None = None, state: dict | None = None,
+                    carry: tuple[str, ...] = ()) -> Path:
+    """Write a model directory. `carry`: subdirectories of the directory being replaced that
+    the new one keeps (the `best/` weights while training goes on); they are hard-linked into
+    the temporary copy, so a kill before the rename leaves the old directory whole."""
     directory = Path(directory)
     weights = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     with atomic_path(directory, directory=True) as tmp:
@@ -65,7 +74,18 @@ def save_checkpoint(directory: str | Path, model: Denoiser, encoder: TraceEncode
             save_file(tensors, str(tmp / "optimizer.safetensors"))
             full_state["param_groups"] = groups
         (tmp / "state.json").write_text(json.dumps(full_state, indent=1))
+        for name in carry:
+            if (directory / name).is_dir():
+                shutil.copytree(directory / name, tmp / name, copy_function=_link_or_copy)
     return directory
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    """A hard link where the file system has them (instant, no second copy on disk), else a copy."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
 
 
 def _check(directory: Path) -> None:

@@ -120,6 +120,8 @@ class TrainConfig:
     val_every: int = 100
     val_windows: int = 8
     checkpoint_every: int = 100
+    keep_best: bool = False       # also keep the weights of the lowest validation loss, in MODEL_DIR/best
+    patience: int = 0             # stop after this many validations without a new best (0: never)
     seed: int = 0
     device: str = "auto"
     precision: str = "auto"       # what the network trains in: auto (bf16 on CUDA, fp32 on CPU), fp32, bf16
@@ -136,6 +138,10 @@ class TrainConfig:
             raise ConfigError(f"device must be auto, cpu or cuda, not {self.device!r}")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
+        if self.patience < 0:
+            raise ConfigError(f"patience must be >= 0 validations, not {self.patience}")
+        if (self.keep_best or self.patience) and not self.val_every:
+            raise ConfigError("keeping the best weights or stopping early needs periodic validation (val_every > 0)")
         from tracesynth.encoding.ngrams import MAX_ORDER
 
         if not 1 <= self.ngram_order <= MAX_ORDER:

@@ -9,6 +9,12 @@ from a checkpoint continues exactly as if it had never stopped, and N Distribute
 processes each take 1/N of the same global batch a single process would see, so their
 averaged gradients equal single-process ones. torchrun's RANK / WORLD_SIZE / LOCAL_RANK select
 the process group (gloo on CPU, nccl on CUDA); only rank 0 writes checkpoints.
+
+Long runs can overfit small training sets (build's validation loss was lowest at 2,000 of
+8,000 GPU steps and 18% higher at the end): `keep_best` keeps the weights of the lowest
+validation loss in `MODEL_DIR/best` beside the resumable last checkpoint, and `patience` stops
+a run that has not improved for that many validations. Both read the validation history in
+the checkpoint, so a resumed run decides as an uninterrupted one would.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import torch.nn.functional as F
 
 from tracesynth.encoding.trace_encoder import TraceEncoder
 from tracesynth.errors import ConfigError
-from tracesynth.model.checkpoint import load_model, load_optimizer, save_checkpoint
+from tracesynth.model.checkpoint import BEST, load_model, load_optimizer, save_checkpoint
 from tracesynth.model.config import ModelConfig, TrainConfig
 from tracesynth.model.denoiser import Denoiser
 from tracesynth.model.noise import MaskingSchedule
@@ -52,6 +58,21 @@ class TrainState:
     events_seen: int = 0
     seconds: float = 0.0
     precision: str = ""  # what the network trained in, resolved (fp32 or bf16; "" before it was kept)
+    best_step: int | None = None          # the validation with the lowest loss so far
+    best_val_loss: float | None = None
+    stopped_early: bool = False           # `patience` validations passed without a new best
+
+
+# A validation loss must beat the best by more than this (nats per event) to count as better:
+# smaller moves are float noise, and should not reset `patience` or rewrite `best/`.
+MIN_IMPROVEMENT = 1e-4
+
+
+def validations_since_best(state: TrainState) -> int:
+    """How many validations came after the best one (all of them when there is none yet)."""
+    if state.best_step is None:
+        return len(state.val_loss)
+    return sum(1 for step, _ in state.val_loss if step > state.best_step)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -246,6 +267,8 @@ def train(
         # before precision was kept resumes with `auto`.
         cfg = dataclasses.replace(saved_cfg or cfg, steps=cfg.steps, device=cfg.device)
         state = TrainState(**{k: v for k, v in saved_state.items() if k in TrainState.__dataclass_fields__})
+        if state.best_step is None and state.val_loss:  # saved before the best was kept
+            state.best_step, state.best_val_loss = min(state.val_loss, key=lambda r: r[1])
     else:
         encoder = TraceEncoder(channels, ngram_order=cfg.ngram_order).fit(traces)
         mc = dataclasses.replace(model_config or ModelConfig())
@@ -260,6 +283,10 @@ def train(
     source = WindowSource(encoder, traces, model.config.context, cfg.val_fraction, cfg.seed,
                           cfg.start_rate if model.config.start_flag else 0.0)
     state.val_heldout = source.val_heldout
+    if (cfg.keep_best or cfg.patience) and not source.val_heldout:
+        raise ConfigError(f"keeping the best weights or stopping early needs held-out validation windows: no "
+                          f"training trace has a {cfg.val_fraction:.0%} tail of {model.config.context} events "
+                          f"(traces of at least {math.ceil(model.config.context / cfg.val_fraction)} events)")
     optimizer = torch.optim.AdamW(parameter_groups(model), lr=cfg.lr, weight_decay=cfg.weight_decay,
                                   betas=(0.9, 0.99), foreach=True)
     if resume:
@@ -280,12 +307,34 @@ def train(
 
     def checkpoint():
         if out_dir is not None and rank == 0:
-            save_checkpoint(out_dir, model, encoder, cfg, optimizer, dataclasses.asdict(state))
+            # `best/` lives inside the model directory: carried over while this run keeps it
+            # (a fresh run into an old directory drops the old run's until it has its own).
+            carry = (BEST,) if cfg.keep_best and state.best_step is not None else ()
+            save_checkpoint(out_dir, model, encoder, cfg, optimizer, dataclasses.asdict(state), carry=carry)
             if cb.on_checkpoint:
                 cb.on_checkpoint(state.step)
 
+    def validate() -> None:
+        """Validation loss now; a new best is recorded (and written to `best/` with keep_best)."""
+        val = validation_loss(model, source, cfg, device)
+        if world > 1:  # every process validates the same windows; agree on one number
+            value = torch.tensor(val, dtype=torch.float64)
+            torch.distributed.all_reduce(value)
+            val = float(value) / world
+        state.val_loss.append([state.step, round(val, 5)])
+        if state.best_val_loss is None or val < state.best_val_loss - MIN_IMPROVEMENT:
+            state.best_step, state.best_val_loss = state.step, val
+            if cfg.keep_best and out_dir is not None and rank == 0:
+                save_checkpoint(Path(out_dir) / BEST, model, encoder, cfg, None, dataclasses.asdict(state))
+        if cb.on_validation:
+            cb.on_validation(state.step, val)
+
+    def patience_ran_out() -> bool:
+        return bool(cfg.patience) and validations_since_best(state) >= cfg.patience
+
     start_time = time.perf_counter() - state.seconds
-    while state.step < cfg.steps:
+    state.stopped_early = patience_ran_out()  # a resumed run that had stopped stays stopped
+    while state.step < cfg.steps and not state.stopped_early:
         step = state.step
         tick = time.perf_counter()
         codes, labels, offsets = source.batch_with_offsets(step, cfg.batch_size)
@@ -316,11 +365,9 @@ def train(
                        cfg.batch_size * model.config.context / max(time.perf_counter() - tick, 1e-9))
         last = state.step == cfg.steps
         if cfg.val_every and (state.step % cfg.val_every == 0 or last):
-            val = validation_loss(model, source, cfg, device)
-            state.val_loss.append([state.step, round(val, 5)])
-            if cb.on_validation:
-                cb.on_validation(state.step, val)
-        if last or (cfg.checkpoint_every and state.step % cfg.checkpoint_every == 0):
+            validate()
+            state.stopped_early = patience_ran_out()
+        if last or state.stopped_early or (cfg.checkpoint_every and state.step % cfg.checkpoint_every == 0):
             checkpoint()
     model.eval()
     return model, encoder, state
