@@ -42,7 +42,10 @@ step "5. reference generators: an order-8 Markov chain and a copier of real chun
 $TS baseline markov "$W/run1.parquet" "$W/run2.parquet" -n "$N_GEN" --order 8 --seed 0 -o "$OUT/markov8.parquet"
 
 step "6. train the diffusion model (light = event + inter-event time, context 4096; ${DEMO_STEPS:-300} steps for the demo; the default is 1000)"
-$TS train "$WORKLOAD:1,2" -o "$OUT/model" --channels light --context 4096 --steps "${DEMO_STEPS:-300}" --val-every 100 --seed 0
+# --keep-best: the weights of the lowest validation loss also land in model/best (a model
+# directory `generate` reads); on long runs that overfit (build on a GPU) they beat the last.
+$TS train "$WORKLOAD:1,2" -o "$OUT/model" --channels light --context 4096 --steps "${DEMO_STEPS:-300}" --val-every 100 --seed 0 \
+    --keep-best
 
 step "7. generate $N_GEN events, guided by the kernel rules, and write them as Parquet and CTF"
 # The start-up is drawn cold (the default start temperature, 0.25): on this 300-step model that
