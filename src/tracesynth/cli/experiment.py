@@ -18,6 +18,10 @@ def experiment(
                                                        "(e.g. 0.25 for a quick look, 10 on a GPU)."),
     resume: bool = typer.Option(False, "--resume", help="Continue a run in OUT: finished cells are skipped."),
     report_only: bool = typer.Option(False, "--report-only", help="Only re-render results.* from OUT's cells."),
+    models: Path = typer.Option(None, "--models",
+                                help="Model directories trained elsewhere (`tracesynth train`, e.g. on a GPU): "
+                                     "sampled instead of training; each must match a model of the grid "
+                                     "(workload, channels, context, seed) and its training runs."),
 ):
     """Reproduce the published ablations (channels × context × constraints × seeds) beside peers."""
     from tracesynth.experiments.config import load_config
@@ -38,15 +42,17 @@ def experiment(
             label = cell.cell_id if cell is not None else ""
             prog.update(task, description=f"{phase}: {label}", advance=1 if done else 0)
 
-        counts = run_experiment(config, out, budget=budget, resume=resume, on_progress=on_progress)
-    write_command_record(out, config_file, budget, resume)
+        counts = run_experiment(config, out, budget=budget, resume=resume, on_progress=on_progress,
+                                models_from=models, on_message=lambda line: prog.console.print(line, highlight=False))
+    write_command_record(out, config_file, budget, resume, models)
     console_err.print(f"{counts['cells']} cells: {counts['ok']} run, {counts['skipped']} already done, "
                       f"{counts['error']} failed → {out / 'results.md'}", highlight=False)
     if counts["error"]:
         console_err.print(f"[yellow]{counts['error']} cells failed; their errors are in results.md[/]")
 
 
-def write_command_record(out: Path, config_file: Path, budget: float, resume: bool) -> Path:
+def write_command_record(out: Path, config_file: Path, budget: float, resume: bool,
+                         models: Path | None = None) -> Path:
     """COMMAND.md: the exact command, the code version and the environment of the run, so that
     published results say how to reproduce them."""
     import json
@@ -78,13 +84,15 @@ def write_command_record(out: Path, config_file: Path, budget: float, resume: bo
     command = "tracesynth experiment " + shlex.join([str(config_file), "-o", str(out)])
     command += f" --budget {budget:g}" if budget != 1.0 else ""
     command += " --resume" if resume else ""
+    command += f" --models {shlex.quote(str(models))}" if models is not None else ""
     lines = [
         "# How these results were made", "",
         "```", command, "```", "",
         f"- finished: {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}; git {commit}"
         + (" (with uncommitted changes)" if dirty else ""),
         f"- config: `{config_file}` (copied in full into run.json); budget {budget:g} → "
-        f"{run.get('train_steps')} TraceSynth training steps per model",
+        + (f"{run.get('train_steps')} TraceSynth training steps per model" if models is None else
+           f"TraceSynth models imported from `{models}` (models/*/experiment.json: where and how long each trained)"),
         f"- Python {env.get('python')} on {env.get('platform')}; torch {env.get('torch')}, "
         + (f"GPU {env['gpu']}" if env.get("gpu") else f"CPU, {env.get('torch_threads')} threads"),
         f"- numpy {version('numpy')}, pandas {version('pandas')}, scikit-learn {version('scikit-learn')}; "

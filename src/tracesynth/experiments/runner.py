@@ -270,16 +270,27 @@ def _peer(config: ExperimentConfig, cell: Cell):
 
 # --- the loop ------------------------------------------------------------------------------------
 def run_experiment(config: ExperimentConfig, out_dir: str | Path, *, budget: float = 1.0, resume: bool = False,
-                   on_progress: Progress | None = None) -> dict:
-    """Run every unfinished cell; returns counts {"cells", "skipped", "ok", "error"}."""
+                   on_progress: Progress | None = None, models_from: str | Path | None = None,
+                   on_message: Callable[[str], None] | None = None) -> dict:
+    """Run every unfinished cell; returns counts {"cells", "skipped", "ok", "error"}.
+    `models_from`: model directories trained elsewhere, used instead of training
+    (`experiments.imported`); what was imported is said through `on_message`."""
     from tracesynth.experiments.results import write_results
 
     out_dir = Path(out_dir)
     steps = train_steps(config, budget)
     workloads = resolve_workloads(config)
+    cells = enumerate_cells(config, workloads)
+    plan = None
+    if models_from is not None:  # checked before the results directory is made
+        from tracesynth.experiments.imported import link_imports, plan_imports
+
+        plan = plan_imports(cells, out_dir, Path(models_from), lambda w: load_split(config, w), MODELS_DIR)
     prepare_out_dir(out_dir, config, budget, resume)
     report = on_progress or (lambda phase, cell, finished: None)
-    cells = enumerate_cells(config, workloads)
+    for line in link_imports(plan, out_dir, MODELS_DIR) if plan is not None else []:
+        if on_message:
+            on_message(line)
     counts = {"cells": len(cells), "skipped": 0, "ok": 0, "error": 0}
     splits: dict[str, Split] = {}
     for _model_id, group in model_groups(cells):

@@ -18,6 +18,7 @@ a save leaves the previous checkpoint intact.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from pathlib import Path
@@ -76,11 +77,11 @@ def save_checkpoint(directory: str | Path, model: Denoiser, encoder: TraceEncode
         (tmp / "state.json").write_text(json.dumps(full_state, indent=1))
         for name in carry:
             if (directory / name).is_dir():
-                shutil.copytree(directory / name, tmp / name, copy_function=_link_or_copy)
+                shutil.copytree(directory / name, tmp / name, copy_function=link_or_copy)
     return directory
 
 
-def _link_or_copy(src: str, dst: str) -> None:
+def link_or_copy(src: str, dst: str) -> None:
     """A hard link where the file system has them (instant, no second copy on disk), else a copy."""
     try:
         os.link(src, dst)
@@ -162,6 +163,28 @@ def load_model(directory: str | Path, device: str | torch.device = "cpu"
     state_path = directory / "state.json"
     state = _json(state_path) if state_path.exists() else {}
     return model, encoder, train, state
+
+
+def read_model_info(directory: str | Path) -> dict:
+    """A model directory's description without its weights: {"config", "encoder", "state"}
+    (parsed JSON; state {} when absent) and "params", the weights' element count read from the
+    safetensors header. For choosing among many model directories cheaply."""
+    from safetensors import safe_open
+
+    directory = Path(directory)
+    _check(directory)
+    path = directory / "model.safetensors"
+    try:
+        with safe_open(str(path), "pt") as weights:
+            params = sum(math.prod(weights.get_slice(k).get_shape()) for k in weights.keys())
+    except SafetensorError as exc:
+        raise TraceFormatError(path, None, f"not a readable safetensors file ({exc}); {_DAMAGED}") from None
+    state_path = directory / "state.json"
+    info = {"config": _json(directory / "config.json"), "encoder": _json(directory / "encoder.json"),
+            "state": _json(state_path) if state_path.exists() else {}, "params": int(params)}
+    _parts(directory, "config.json", lambda: int(info["config"]["model"]["context"]))
+    _parts(directory, "encoder.json", lambda: list(info["encoder"]["channels"]))
+    return info
 
 
 def load_optimizer(directory: str | Path, optimizer: torch.optim.Optimizer, state: dict) -> None:

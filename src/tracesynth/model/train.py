@@ -38,6 +38,7 @@ from tracesynth.model.config import ModelConfig, TrainConfig
 from tracesynth.model.denoiser import Denoiser
 from tracesynth.model.noise import MaskingSchedule
 from tracesynth.model.precision import autocast as network_autocast
+from tracesynth.model.provenance import data_mismatch, fingerprints
 from tracesynth.model.precision import resolve_precision
 from tracesynth.schema import Trace
 
@@ -61,6 +62,8 @@ class TrainState:
     best_step: int | None = None          # the validation with the lowest loss so far
     best_val_loss: float | None = None
     stopped_early: bool = False           # `patience` validations passed without a new best
+    device: str = ""                      # where it trained: "cpu", or "cuda: <device name>"
+    data: list = field(default_factory=list)  # a fingerprint of each training trace (model.provenance)
 
 
 # A validation loss must beat the best by more than this (nats per event) to count as better:
@@ -269,6 +272,8 @@ def train(
         state = TrainState(**{k: v for k, v in saved_state.items() if k in TrainState.__dataclass_fields__})
         if state.best_step is None and state.val_loss:  # saved before the best was kept
             state.best_step, state.best_val_loss = min(state.val_loss, key=lambda r: r[1])
+        if state.data and (why := data_mismatch(state.data, traces)):
+            raise ConfigError(f"--resume: {out_dir} was trained on other traces than these ({why})")
     else:
         encoder = TraceEncoder(channels, ngram_order=cfg.ngram_order).fit(traces)
         mc = dataclasses.replace(model_config or ModelConfig())
@@ -279,7 +284,9 @@ def train(
         mc.n_workloads = len(encoder.workloads)
         torch.manual_seed(cfg.seed)
         model = Denoiser(mc)
+        state.data = fingerprints(traces)
     model.to(device)
+    state.device = f"cuda: {torch.cuda.get_device_name(device)}" if device.type == "cuda" else device.type
     source = WindowSource(encoder, traces, model.config.context, cfg.val_fraction, cfg.seed,
                           cfg.start_rate if model.config.start_flag else 0.0)
     state.val_heldout = source.val_heldout

@@ -1,0 +1,146 @@
+"""Models trained elsewhere, put into an experiment's grid: `tracesynth experiment --models DIR`.
+
+Training is what a GPU speeds up; sampling with the guide and evaluation run on CPU cores either
+way. So a long run trains on a GPU (`benchmarks/gpu_long_training.sh`, or `tracesynth train`
+anywhere) and the experiment here samples and evaluates those models instead of training its own.
+
+Each model directory under DIR (or DIR itself) is matched to the grid's TraceSynth models by
+what it is, not by its name: its workload, channels, context and training seed must be a
+model's of the grid, and its training traces must be the experiment's training split
+(`model.provenance`; a model trained on a held-out run would score as if it generalised). A
+match is hard-linked (copied where links cannot be made) into ``RESULTS_DIR/models/<model_id>``
+without its optimizer state, beside an ``experiment.json`` that says where it came from, how
+long and where it trained; the runner then uses it as one it had trained itself. Every
+TraceSynth model of the grid must find exactly one match before anything runs: an experiment
+that silently trained the missing ones for hours on a CPU is not what was asked for.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tracesynth.encoding import resolve_channels
+from tracesynth.errors import ConfigError
+from tracesynth.experiments.grid import TRACESYNTH, Cell, model_groups
+from tracesynth.fileio import atomic_path
+from tracesynth.model.checkpoint import BEST, link_or_copy, read_model_info
+from tracesynth.model.provenance import data_mismatch, start_mismatch
+
+SKIPPED = ("optimizer.safetensors", BEST)  # training state, and a best/ beside the weights used
+
+
+@dataclass
+class Candidate:
+    """A model directory offered for import, as its JSON files describe it."""
+
+    path: Path
+    workloads: list[str]
+    channels: list[str]
+    context: int
+    seed: int | None
+    info: dict
+
+    def describe(self) -> str:
+        return (f"{self.path} ({', '.join(self.workloads)}; {','.join(self.channels)}; "
+                f"context {self.context}; seed {self.seed})")
+
+
+def candidates(source: Path) -> list[Candidate]:
+    """The model directories in `source` (itself, or its immediate subdirectories)."""
+    source = Path(source)
+    if not source.is_dir():
+        raise ConfigError(f"--models {source}: not a directory")
+    dirs = [source] if (source / "config.json").exists() else sorted(
+        d for d in source.iterdir() if d.is_dir() and (d / "config.json").exists())
+    if not dirs:
+        raise ConfigError(f"--models {source}: no model directory there (none has a config.json)")
+    found = []
+    for d in dirs:
+        info = read_model_info(d)
+        train = info["config"].get("train") or {}
+        found.append(Candidate(d, list(info["encoder"].get("workloads", [])), list(info["encoder"]["channels"]),
+                               int(info["config"]["model"]["context"]), train.get("seed"), info))
+    return found
+
+
+def _fits(candidate: Candidate, cell: Cell) -> bool:
+    return (candidate.workloads == [cell.workload] and candidate.context == cell.context
+            and sorted(candidate.channels) == sorted(resolve_channels(cell.channels))
+            and candidate.seed == cell.training_seed)
+
+
+Plan = list[tuple[str, "Candidate | None", "str | None"]]  # (model_id, what to link or None: there already, check)
+
+
+def plan_imports(cells: list[Cell], out_dir: Path, source: Path, split_of: Callable[[str], object],
+                 models_dir: str = "models") -> Plan:
+    """Which model of `source` each TraceSynth model of `cells` takes. `split_of(workload)` gives
+    the experiment's split, whose training traces each model must have been trained on. Raises
+    ConfigError, having written nothing, when a model of the grid has no match, or two, or one
+    trained on other traces. Models already in `out_dir/models_dir` (a resumed run) stay."""
+    offered = candidates(source)
+    plan: Plan = []
+    problems = []
+    for model_id, group in model_groups(cells):
+        cell = group[0]
+        if cell.generator != TRACESYNTH:
+            continue
+        if (out_dir / models_dir / model_id / "experiment.json").exists():
+            plan.append((model_id, None, None))
+            continue
+        fits = [c for c in offered if _fits(c, cell)]
+        wanted = f"{cell.workload}, {cell.channels}, context {cell.context}, seed {cell.training_seed}"
+        if len(fits) != 1:
+            problems.append(f"{wanted}: {'no model' if not fits else 'several models'} in {source}"
+                            + (f" ({', '.join(str(c.path) for c in fits)})" if fits else ""))
+            continue
+        candidate = fits[0]
+        train_traces = split_of(cell.workload).train
+        recorded = candidate.info["state"].get("data")
+        if recorded:
+            why, check = data_mismatch(recorded, train_traces), "training traces match the split's"
+        else:
+            why = start_mismatch(candidate.info["encoder"].get("start_ts", {}), train_traces)
+            check = "first training trace matches the split's (saved before training data was recorded)"
+        if why:
+            problems.append(f"{candidate.path}: trained on other traces than the experiment's training split "
+                            f"({why})")
+            continue
+        plan.append((model_id, candidate, check))
+    if problems:
+        shown = "; ".join(problems[:4]) + (f"; and {len(problems) - 4} more" if len(problems) > 4 else "")
+        offers = "; ".join(c.describe() for c in offered[:8])
+        raise ConfigError(f"--models: {shown}. Offered: {offers}")
+    return plan
+
+
+def link_imports(plan: Plan, out_dir: Path, models_dir: str = "models") -> list[str]:
+    """Carry out `plan`: a line per model saying what was imported (or found there already)."""
+    lines = []
+    for model_id, candidate, check in plan:
+        if candidate is None:
+            lines.append(f"{model_id}: already in {models_dir}/")
+            continue
+        lines.append(f"{model_id} ← {candidate.path}: {_link(candidate, out_dir / models_dir / model_id, check)}")
+    return lines
+
+
+def _link(candidate: Candidate, target: Path, check: str) -> str:
+    state, config = candidate.info["state"], candidate.info["config"]
+    info = {"train_seconds": float(state.get("seconds", 0.0)), "train_steps": int(state.get("step", 0)),
+            "params": candidate.info["params"], "batch_size": (config.get("train") or {}).get("batch_size"),
+            "context": candidate.context, "imported_from": str(candidate.path.resolve()),
+            "trained_on": state.get("device") or "not recorded", "data_check": check}
+    with atomic_path(target, directory=True) as tmp:
+        for item in sorted(candidate.path.iterdir()):
+            if item.name in SKIPPED or item.name.startswith("."):
+                continue
+            if item.is_file():
+                link_or_copy(str(item), str(tmp / item.name))
+        (tmp / "experiment.json").write_text(json.dumps(info, indent=1))
+    where = f"on {state['device']}" if state.get("device") else "(device not recorded)"
+    return f"{info['train_steps']} steps {where}; {check}"
+
