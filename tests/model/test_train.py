@@ -158,6 +158,17 @@ def test_a_resumed_run_keeps_the_precision_it_began_with(tmp_path):
     assert state.precision == "fp32" and _same(_weights(straight), _weights(resumed))
 
 
+def test_a_model_records_its_training_traces_and_resume_refuses_others(tmp_path):
+    mc, tc = _cfgs(4)
+    train([periodic_trace()], tmp_path / "m", channels="light", model_config=mc, train_config=tc)
+    state = json.loads((tmp_path / "m" / "state.json").read_text())
+    assert state["device"] == "cpu" and len(state["data"]) == 1
+    assert state["data"][0]["events"] == 960 and state["data"][0]["workload"] == "toy"
+    with pytest.raises(ConfigError, match=r"--resume: .* was trained on other traces than these "
+                                          r"\(training trace 1 differs in last ts"):
+        train([drifting_trace()], tmp_path / "m", model_config=mc, train_config=_cfgs(8)[1], resume=True)
+
+
 def test_resume_without_checkpoint_is_a_config_error(tmp_path):
     mc, tc = _cfgs(2)
     with pytest.raises(ConfigError, match="no checkpoint"):
