@@ -46,6 +46,7 @@ step "6. train the diffusion model (light = event + inter-event time, context 40
 # directory `generate` reads); on long runs that overfit (build on a GPU) they beat the last.
 $TS train "$WORKLOAD:1,2" -o "$OUT/model" --channels light --context 4096 --steps "${DEMO_STEPS:-300}" --val-every 100 --seed 0 \
     --keep-best
+$TS info "$OUT/model"   # what the model is, how its training went, the traces it learnt from
 
 step "7. generate $N_GEN events, guided by the kernel rules, and write them as Parquet and CTF"
 # The start-up is drawn cold (the default start temperature, 0.25): on this 300-step model that

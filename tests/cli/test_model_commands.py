@@ -241,3 +241,27 @@ def test_light_model_of_a_multi_threaded_workload_reports_its_serial_syscalls(tm
     assert main(["generate", str(model), "-n", "300", "--steps", "4", "--no-serial-guide", "--guide-rounds", "0",
                  "-o", str(out)]) == 0
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith("copy guard: ")
+
+
+def test_info_describes_a_model_directory(trained, tmp_path, capsys):
+    data, model = trained
+    capsys.readouterr()
+    assert main(["info", str(model)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(model)" in out and "channels │ event, dt, tid, cpu, ret, procname" in out, out
+    assert "workloads │ bug" in out and "context 64 events" in out, out
+    assert "s on cpu, fp32" in out and "validation " in out, out
+    assert "training traces │ bug 3,000 events" in out and "resumable │ yes" in out, out
+    assert main(["info", "--json", str(model)]) == 0
+    described = json.loads(capsys.readouterr().out)[str(model)]["model"]
+    assert described["workloads"] == ["bug"] and described["params"] > 0 and described["steps"] >= 6
+    assert described["training_traces"][0]["events"] == 3000 and described["device"] == "cpu"
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "config.json").write_text("{")
+    (tmp_path / "broken" / "model.safetensors").write_bytes(b"")
+    (tmp_path / "broken" / "encoder.json").write_text("{}")
+    assert main(["info", str(tmp_path / "broken")]) == 2
+    assert "model.safetensors: not a readable safetensors file" in capsys.readouterr().err
+    (tmp_path / "broken" / "model.safetensors").write_bytes((model / "model.safetensors").read_bytes())
+    assert main(["info", str(tmp_path / "broken")]) == 2
+    assert "config.json (line 1, column 2): not valid JSON" in " ".join(capsys.readouterr().err.split())

@@ -84,17 +84,27 @@ def export(
 
 @app.command()
 def info(
-    traces: list[Path] = typer.Argument(..., help="Traces in any readable format."),
+    traces: list[Path] = typer.Argument(..., help="Traces in any readable format, or model directories "
+                                                  "(`tracesynth train`'s output)."),
     top: int = typer.Option(10, help="How many top events and processes to list."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
     format: str = typer.Option(None, "--format", "-F", help="Input format (default: auto-detect)."),
 ):
-    """Summarise traces: events, duration, threads, CPUs, top events and processes."""
+    """Summarise traces (events, duration, threads, CPUs, top events and processes) or models
+    (channels, workloads, size, training, losses, training traces)."""
     from tracesynth import load
     from tracesynth.summary import summarize
 
     results = {}
     for path in traces:
+        if format is None and _is_model_dir(path):
+            from tracesynth.model.summary import summarize_model
+
+            summary = summarize_model(path)
+            results[str(path)] = {"model": summary.to_dict()}
+            if not as_json:
+                print_model_summary(path, summary)
+            continue
         trace = load(path, format)
         s = summarize(trace, top)
         results[str(path)] = {"meta": json.loads(trace.meta.to_json()), "summary": s.to_dict()}
@@ -102,6 +112,21 @@ def info(
             print_summary(path, trace.meta, s)
     if as_json:
         console.print_json(json.dumps(results))
+
+
+def _is_model_dir(path: Path) -> bool:
+    return path.is_dir() and (path / "config.json").exists() and (path / "model.safetensors").exists()
+
+
+def print_model_summary(path, summary) -> None:
+    from tracesynth.model.summary import summary_rows
+
+    table = Table(title=f"{path} (model)", show_header=False, title_justify="left")
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    for k, v in summary_rows(summary):
+        table.add_row(k, v)
+    console.print(table)
 
 
 def print_summary(path, meta, s) -> None:
