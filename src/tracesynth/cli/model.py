@@ -77,11 +77,11 @@ def train(
 ):
     """Train the diffusion generator; `torchrun --nproc_per_node N -m tracesynth train ...` for DDP."""
     from tracesynth.encoding import resolve_channels
+    from tracesynth.model.checkpoint import BEST
     from tracesynth.model.config import ModelConfig, TrainConfig, phase_config, size_config
     from tracesynth.model.precision import cpu_has_native_bf16
-    from tracesynth.model.checkpoint import BEST
-    from tracesynth.model.train import TrainCallbacks, resolve_device, train as run_training
-    from tracesynth.model.train import validations_since_best
+    from tracesynth.model.train import TrainCallbacks, resolve_device, validations_since_best
+    from tracesynth.model.train import train as run_training
 
     model_cfg = ModelConfig(context=context, **size_config(size, resolve_channels(channels)),
                             **phase_config(phase_events),

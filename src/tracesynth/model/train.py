@@ -38,8 +38,8 @@ from tracesynth.model.config import ModelConfig, TrainConfig
 from tracesynth.model.denoiser import Denoiser
 from tracesynth.model.noise import MaskingSchedule
 from tracesynth.model.precision import autocast as network_autocast
-from tracesynth.model.provenance import data_mismatch, fingerprints
 from tracesynth.model.precision import resolve_precision
+from tracesynth.model.provenance import data_mismatch, fingerprints
 from tracesynth.schema import Trace
 
 
