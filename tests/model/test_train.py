@@ -126,19 +126,20 @@ class _Killed(Exception):
     pass
 
 
-def _straight_and_resumed(tmp_path, mc, tc, resume_cfg):
-    """An uninterrupted run, and the same run killed after its step-4 checkpoint and resumed
-    with `resume_cfg`: (straight model, its state, resumed model, its state)."""
-    straight, _, s_state = train([periodic_trace()], tmp_path / "a", channels="light", model_config=mc, train_config=tc)
+def _straight_and_resumed(tmp_path, mc, tc, resume_cfg, make_trace=periodic_trace, kill_at=4):
+    """An uninterrupted run (in tmp_path/a), and the same run killed after its step-`kill_at`
+    checkpoint and resumed with `resume_cfg` (in tmp_path/b): (straight model, its state,
+    resumed model, its state)."""
+    straight, _, s_state = train([make_trace()], tmp_path / "a", channels="light", model_config=mc, train_config=tc)
 
     def kill(step):
-        if step == 4:
+        if step == kill_at:
             raise _Killed
 
     with pytest.raises(_Killed):
-        train([periodic_trace()], tmp_path / "b", channels="light", model_config=mc, train_config=tc,
+        train([make_trace()], tmp_path / "b", channels="light", model_config=mc, train_config=tc,
               callbacks=TrainCallbacks(on_checkpoint=kill))
-    resumed, _, r_state = train([periodic_trace()], tmp_path / "b", model_config=mc, train_config=resume_cfg,
+    resumed, _, r_state = train([make_trace()], tmp_path / "b", model_config=mc, train_config=resume_cfg,
                                 resume=True)
     return straight, s_state, resumed, r_state
 
@@ -212,16 +213,7 @@ def test_keep_best_keeps_the_weights_of_the_lowest_validation_loss(tmp_path):
 
 def test_keep_best_survives_a_kill_and_resume(tmp_path):
     mc, tc = _overfitting(steps=12, keep_best=True)
-    straight = train([drifting_trace()], tmp_path / "a", channels="light", model_config=mc, train_config=tc)[2]
-
-    def kill(step):
-        if step == 8:
-            raise _Killed
-
-    with pytest.raises(_Killed):
-        train([drifting_trace()], tmp_path / "b", channels="light", model_config=mc, train_config=tc,
-              callbacks=TrainCallbacks(on_checkpoint=kill))
-    resumed = train([drifting_trace()], tmp_path / "b", model_config=mc, train_config=tc, resume=True)[2]
+    _, straight, _, resumed = _straight_and_resumed(tmp_path, mc, tc, tc, make_trace=drifting_trace, kill_at=8)
     assert resumed.best_step == straight.best_step == 4 and resumed.best_val_loss == straight.best_val_loss
     assert _same(load_file(str(tmp_path / "a" / "best" / "model.safetensors")),
                  load_file(str(tmp_path / "b" / "best" / "model.safetensors")))
