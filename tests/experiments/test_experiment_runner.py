@@ -21,7 +21,7 @@ CONFIG = """
 name: tiny
 data: {workloads: [stream], train_runs: [1, 2], test_runs: [3], max_train_events: 3000, max_test_events: 1500}
 grid: {channels: [light], contexts: [64], constraints: [none, repair], seeds: [0]}
-tracesynth: {train_steps: 2, batch_events: 256, size: tiny, sample_steps: 2, device: cpu}
+tracesynth: {train_steps: 2, batch_events: 256, size: tiny, sample_steps: 2, device: cpu, keep_best: true}
 peers:
   - {name: markov, params: {order: 2}}
   - {name: copy, params: {chunk_length: 256}}
@@ -56,6 +56,10 @@ def test_cells_run_and_results_are_written(finished_run):
     assert (ok["events_synthetic"] == 1500).all()
     repair = ok[(ok["generator"] == "tracesynth") & (ok["constraints"] == "repair")]
     assert repair["edits_per_1k"].notna().all()
+    # keep_best: validated at both steps, the best one's weights sampled and said
+    assert set(ok[ok["generator"] == "tracesynth"]["best_step"]) <= {1, 2}
+    info = json.loads((out / "models" / "tracesynth__stream__light__ctx64__seed0" / "experiment.json").read_text())
+    assert info["best_step"] in (1, 2)
     broken = frame[frame["generator"] == "broken"].iloc[0]
     assert broken["status"] == "error" and "order must be a positive integer" in broken["error"]
     assert pd.isna(broken["tstr"])  # no number for a failed cell
@@ -84,6 +88,23 @@ def test_second_run_refuses_to_mix_and_resume_skips(finished_run):
     assert json.loads(markov_cell.read_text())["status"] == "ok"
     with pytest.raises(ConfigError, match="different config or budget"):
         run_experiment(config, out, resume=True, budget=2.0)
+
+
+def test_a_run_started_before_a_setting_existed_still_resumes(finished_run):
+    config_file, out, _counts, _phases = finished_run
+    config = load_config(config_file)
+    saved = (out / "run.json").read_text()
+    try:
+        run = json.loads(saved)
+        del run["config"]["tracesynth"]["sample_precision"]  # as a run.json written before the key existed
+        (out / "run.json").write_text(json.dumps(run))
+        assert run_experiment(config, out, resume=True)["skipped"] == 4
+        run["config"]["tracesynth"]["lr"] = 0.5  # a setting that differs still refuses
+        (out / "run.json").write_text(json.dumps(run))
+        with pytest.raises(ConfigError, match="different config or budget"):
+            run_experiment(config, out, resume=True)
+    finally:
+        (out / "run.json").write_text(saved)
 
 
 def test_cli_report_only_and_errors(finished_run, capsys, monkeypatch):

@@ -33,6 +33,23 @@ def test_save_load_round_trip(tmp_path):
     assert loaded.sample(300, seed=1).events.equals(before.events)
 
 
+def test_keep_best_samples_the_best_validated_weights_not_the_last():
+    from model.toy_traces import drifting_trace
+
+    from tracesynth.model.train import WindowSource, validation_loss
+
+    settings = dict(channels="light", context=32, size="tiny", train_steps=24, batch_size=4, lr=3e-2)
+    best = TraceSynth(keep_best=True, **settings).fit([drifting_trace()])
+    last = TraceSynth(**settings).fit([drifting_trace()])
+    state = best.state_
+    assert [s for s, _ in state.val_loss] == list(range(2, 25, 2)) and state.best_step < 24
+    source = WindowSource(best.encoder_, [drifting_trace()], 32, best.train_config_.val_fraction, 0, 0.0)
+    held_out = validation_loss(best.model_, source, best.train_config_, torch.device("cpu"))
+    assert held_out == pytest.approx(state.best_val_loss, abs=1e-6)
+    assert held_out < validation_loss(last.model_, source, best.train_config_, torch.device("cpu")) - 1
+    assert last.state_.val_loss == [] and best.get_params()["keep_best"]
+
+
 def test_foreign_generator_settings_in_a_saved_model_name_state_json(tmp_path):
     import json
 

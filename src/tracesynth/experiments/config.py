@@ -68,6 +68,7 @@ class TraceSynthSettings:
     train_precision: str | None = None  # what the network trains in: auto, fp32, bf16 (None: default, auto)
     ngram_order: int | None = None  # longest context of the n-gram tables, counted at training (None: 8)
     self_condition: bool | None = None  # self-conditioned denoiser (None: ModelConfig's default)
+    keep_best: bool | None = None  # sample the best-validated weights, not the last (None: off)
     # Sampling settings apply to loaded models too (a run reusing saved models samples with them):
     spread: int | None = None  # spread reveals, in events (None: the sampler's default; 0: off)
     tid_temperature: float | None = None  # thread-id channel's temperature (None: the sampler's default)

@@ -29,6 +29,7 @@ METRIC_COLUMNS = [
     "serial_breaks_per_1k_real", "edits_per_1k", "copy_rate_256", "copy_rate_256_holdout", "unseen_8gram",
     "unseen_8gram_holdout", "repeats", "repeats_real", "privacy_flagged", "event_jsd", "event_jsd_floor",
     "train_seconds", "sample_seconds", "gen_events_per_s", "eval_seconds", "events_train", "events_test", "events_synthetic", "train_steps", "params",
+    "best_step",
 ]
 TEXT_COLUMNS = ["disc_tell_512"]  # per-cell words, not numbers: kept as text
 COLUMNS = [*KEY_COLUMNS, "status", "error", *METRIC_COLUMNS, *TEXT_COLUMNS]

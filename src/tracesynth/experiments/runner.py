@@ -129,7 +129,7 @@ def prepare_out_dir(out_dir: Path, config: ExperimentConfig, budget: float, resu
             raise ConfigError(f"{out_dir} already holds an experiment; pass --resume to continue it "
                               "or choose another -o")
         previous = json.loads(run_file.read_text())
-        if previous.get("config") != record["config"] or previous.get("budget") != budget:
+        if not same_config(previous.get("config"), record["config"]) or previous.get("budget") != budget:
             raise ConfigError(f"{out_dir}: --resume with a different config or budget than the run there "
                               f"(budget {previous.get('budget')}); use another -o")
         return
@@ -138,6 +138,15 @@ def prepare_out_dir(out_dir: Path, config: ExperimentConfig, budget: float, resu
     record["environment"] = environment()
     with atomic_path(run_file) as tmp:
         tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
+
+
+def same_config(saved, current) -> bool:
+    """Whether a run.json's config is `current`: equal, except that a key one side lacks is
+    equal to an unset (None) value on the other — a setting added to the config since that run
+    was started, left at its default, does not stop it from resuming."""
+    if isinstance(saved, dict) and isinstance(current, dict):
+        return all(same_config(saved.get(k), current.get(k)) for k in set(saved) | set(current))
+    return saved == current
 
 
 def environment() -> dict:
@@ -221,6 +230,7 @@ def _tracesynth(config: ExperimentConfig, cell: Cell, steps: int):
                       **({} if ts.train_precision is None else {"train_precision": ts.train_precision}),
                       **({} if ts.ngram_order is None else {"ngram_order": ts.ngram_order}),
                       **({} if ts.self_condition is None else {"self_condition": ts.self_condition}),
+                      **({} if ts.keep_best is None else {"keep_best": ts.keep_best}),
                       **_sampling_settings(ts))
 
 
@@ -255,6 +265,8 @@ def _trained_tracesynth(config, cell, steps, split, out_dir, on_progress):
 
     info = {"train_seconds": seconds, "train_steps": steps, "params": parameter_count(generator.model_),
             "batch_size": generator.batch_size, "context": generator.model_.config.context}
+    if generator.keep_best:  # the weights sampled are this step's
+        info["best_step"] = generator.state_.best_step
     generator.save(model_dir)
     with atomic_path(info_file) as tmp:
         tmp.write_text(json.dumps(info, indent=1))
@@ -374,6 +386,7 @@ def _run_cell(config, cell, generator, train_seconds, info, split, steps, report
         "events_train": sum(len(t) for t in split.train),
         "events_test": n_events,
         "train_steps": info.get("train_steps", steps) if cell.generator == TRACESYNTH else None,
+        "best_step": info.get("best_step") if cell.generator == TRACESYNTH else None,
         "params": info.get("params") if cell.generator == TRACESYNTH else getattr(generator, "params_", None),
     })
     return {"result_version": RESULT_VERSION, "cell": cell.to_dict(), "cell_id": cell.cell_id,

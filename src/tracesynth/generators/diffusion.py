@@ -69,6 +69,9 @@ NGRAM_ROUNDS = 4
 # 32 with 256 parts a step (`train --ngram-order 32`, `generate --ngram-rounds 256`) is the
 # slow, closer-to-real mode (docs/model.md, "Sequential draws").
 NGRAM_ORDER = NGRAM_K
+# With keep_best: steps between validations (8 held-out windows, about a third of a training
+# step each time: 1% more training time at 100).
+VAL_EVERY_BEST = 100
 # What the network trains in (model/precision.py): auto = bf16 autocast on CUDA, fp32 on CPU.
 # On this project's CPUs (AVX512-BF16) bf16 made a training step 0.77-0.84x as long but a whole
 # default training only 0.93x at level quality, so it is opt-in there and CPU training stays
@@ -126,7 +129,7 @@ class TraceSynth(Generator):
                  copy_rounds: int = COPY_ROUNDS, serial_guide: bool = True, guide_rounds: int = GUIDE_ROUNDS,
                  ngram_weight: float = NGRAM_WEIGHT, ngram_rounds: int = NGRAM_ROUNDS,
                  precision: str = SAMPLE_PRECISION, train_precision: str = TRAIN_PRECISION,
-                 ngram_order: int = NGRAM_ORDER, self_condition: bool | None = None):
+                 ngram_order: int = NGRAM_ORDER, self_condition: bool | None = None, keep_best: bool = False):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -158,13 +161,16 @@ class TraceSynth(Generator):
         # Training: a self-conditioned model or not (None: ModelConfig's default, off); sampling:
         # False samples a self-conditioned model without its estimates (`generate --no-self-condition`).
         self.self_condition = self_condition
+        # Training: validate every VAL_EVERY_BEST steps on the traces' held-out tails and sample
+        # from the weights whose validation loss was lowest, not the last (long runs overfit).
+        self.keep_best = keep_best
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
                 "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state",
                 "corrector_steps", "start_temperature", "start_rate", "phase_events", "spread",
                 "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds", "ngram_weight",
-                "ngram_rounds", "precision", "train_precision", "ngram_order", "self_condition")
+                "ngram_rounds", "precision", "train_precision", "ngram_order", "self_condition", "keep_best")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -172,19 +178,33 @@ class TraceSynth(Generator):
                             **phase_config(self.phase_events),
                             **({} if self.self_condition is None else {"self_condition": self.self_condition}))
         train = TrainConfig(steps=self.train_steps, batch_size=self.batch_size, lr=self.lr,
-                            seed=self.random_state, device=self.device, val_every=0, checkpoint_every=0,
+                            seed=self.random_state, device=self.device,
+                            val_every=self._val_every() if self.keep_best else 0, checkpoint_every=0,
+                            keep_best=self.keep_best,
                             start_rate=self.start_rate, precision=self.train_precision,
                             ngram_order=self.ngram_order)
         return model, train
 
+    def _val_every(self) -> int:
+        """Validation every VAL_EVERY_BEST steps, and at least ten times in a short run."""
+        return max(1, min(VAL_EVERY_BEST, self.train_steps // 10))
+
     def _fit(self, traces_by_workload: dict[str, list[Trace]]) -> None:
-        from tracesynth.model.train import train
+        from tracesynth.model.train import TrainCallbacks, train
 
         constraint_tools(self.constraints)  # fail before training, not after
         traces = [t.with_meta(workload=w) for w, ts in traces_by_workload.items() for t in ts]
         model_cfg, train_cfg = self._configs()
-        self.model_, self.encoder_, self.state_ = train(traces, None, channels=self.channels,
-                                                        model_config=model_cfg, train_config=train_cfg)
+        best = {}
+
+        def keep(step, loss, model):  # a copy in memory: nothing is written while fitting
+            best["weights"] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+        self.model_, self.encoder_, self.state_ = train(
+            traces, None, channels=self.channels, model_config=model_cfg, train_config=train_cfg,
+            callbacks=TrainCallbacks(on_best=keep if self.keep_best else None))
+        if best:
+            self.model_.load_state_dict(best["weights"])
         self.train_config_ = train_cfg
 
     def _sample(self, n_events: int, workload: str, seed: int) -> Trace:

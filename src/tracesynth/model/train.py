@@ -48,6 +48,7 @@ class TrainCallbacks:
     on_step: Callable[[int, int, float, float], None] | None = None   # step, total, loss, events/s
     on_validation: Callable[[int, float], None] | None = None
     on_checkpoint: Callable[[int], None] | None = None
+    on_best: Callable[[int, float, Denoiser], None] | None = None  # step, loss, model: a new best validation
 
 
 @dataclass
@@ -333,6 +334,8 @@ def train(
             state.best_step, state.best_val_loss = state.step, val
             if cfg.keep_best and out_dir is not None and rank == 0:
                 save_checkpoint(Path(out_dir) / BEST, model, encoder, cfg, None, dataclasses.asdict(state))
+            if cb.on_best:
+                cb.on_best(state.step, val, model)
         if cb.on_validation:
             cb.on_validation(state.step, val)
 
