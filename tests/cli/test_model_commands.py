@@ -57,6 +57,10 @@ def test_train_keep_best_and_patience_stop_a_run_and_generate_from_the_best(trai
     out = tmp_path / "from-best.parquet"
     assert main(["generate", str(model / "best"), "-n", "200", "-o", str(out), "--seed", "0"]) == 0
     assert len(tracesynth.load(out)) == 200
+    capsys.readouterr()
+    assert main(["generate", str(model), "-n", "100", "-o", str(tmp_path / "last.parquet"), "--seed", "0"]) == 0
+    log = " ".join(capsys.readouterr().err.split())
+    assert "note: sampling the last weights (step 6, validation " in log and f"{model / 'best'} holds step 2's" in log
     assert main(["train", str(data), "-o", str(tmp_path / "m2"), "--patience", "-1", *TINY]) == 2
 
 

@@ -124,6 +124,26 @@ def train(
                               f"→ {out / BEST}", highlight=False)
 
 
+def _point_to_best(model_dir: Path) -> None:
+    """Say so when `train --keep-best` kept other weights than the last ones sampled here."""
+    import json
+
+    from tracesynth.model.checkpoint import BEST
+
+    if not (model_dir / BEST / "model.safetensors").exists():
+        return
+    try:
+        state = json.loads((model_dir / "state.json").read_text())
+    except (OSError, ValueError):
+        return
+    best, step = state.get("best_step"), state.get("step")
+    if best is not None and best != step and state.get("val_loss"):
+        last = state["val_loss"][-1][1]
+        console_err.print(f"note: sampling the last weights (step {step:,}, validation {last:.3f}); "
+                          f"{model_dir / BEST} holds step {best:,}'s ({state['best_val_loss']:.3f})",
+                          highlight=False)
+
+
 @app.command()
 def generate(
     model_dir: Path = typer.Argument(..., help="A model directory from `tracesynth train`."),
@@ -188,6 +208,7 @@ def generate(
     sink_for(out, format)  # a bad suffix fails before minutes of sampling
     constraint_tools(constraints)
     gen = TraceSynth.load(model_dir, device=device)
+    _point_to_best(model_dir)
     if corrector_steps < 0:
         raise ConfigError(f"--corrector-steps must be >= 0, got {corrector_steps}")
     gen.corrector_steps = corrector_steps
