@@ -62,6 +62,10 @@ def test_train_keep_best_and_patience_stop_a_run_and_generate_from_the_best(trai
     log = " ".join(capsys.readouterr().err.split())
     assert "note: sampling the last weights (step 6, validation " in log and f"{model / 'best'} holds step 2's" in log
     assert main(["train", str(data), "-o", str(tmp_path / "m2"), "--patience", "-1", *TINY]) == 2
+    capsys.readouterr()
+    assert main(["train", str(data), "-o", str(tmp_path / "m2"), "--patience", "2", "--val-every", "0", *TINY]) == 2
+    assert "--patience counts validations: it needs --val-every N" in capsys.readouterr().err
+    assert not (tmp_path / "m2").exists()
 
 
 @pytest.mark.parametrize("suffix", ["parquet", "csv", "jsonl"])

@@ -86,6 +86,8 @@ def train(
     model_cfg = ModelConfig(context=context, **size_config(size, resolve_channels(channels)),
                             **phase_config(phase_events),
                             **({} if self_condition is None else {"self_condition": self_condition}))
+    if patience and not val_every:
+        raise ConfigError("--patience counts validations: it needs --val-every N (0 validates only at the end)")
     traces = load_training_data(data)
     train_cfg = TrainConfig(steps=steps, batch_size=batch_size, lr=lr, seed=seed, device=device, precision=precision,
                             ngram_order=ngram_order,
