@@ -250,27 +250,31 @@ def _ddp_worker(rank, world, port, out, self_condition):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
-    mc, tc = _cfgs(6)
+    mc, tc = _cfgs(6, keep_best=True)
     mc.self_condition = self_condition
     tc.device = "cpu"
     _, _, state = train([periodic_trace()], None, channels="full", model_config=mc, train_config=tc)
     if rank == 0:
         with open(out, "w") as fh:
-            json.dump(state.train_loss, fh)
+            json.dump({"train_loss": state.train_loss, "val_loss": state.val_loss, "best": state.best_step}, fh)
     torch.distributed.destroy_process_group()
 
 
 @pytest.mark.parametrize("self_condition", [False, True])
 def test_ddp_two_gloo_processes_match_single_process(tmp_path, self_condition):
     """Also self-conditioned: each process estimates its own windows, as one process would."""
-    mc, tc = _cfgs(6)
+    mc, tc = _cfgs(6, keep_best=True)  # validation agreed on across processes (all-reduced)
     mc.self_condition = self_condition
     _, _, single = train([periodic_trace()], None, channels="full", model_config=mc, train_config=tc)
     out = tmp_path / "ddp.json"
     mp.spawn(_ddp_worker, args=(2, _free_port(), str(out), self_condition), nprocs=2, join=True)
     ddp = json.loads(out.read_text())
-    assert [s for s, _ in ddp] == [s for s, _ in single.train_loss]
-    np.testing.assert_allclose([v for _, v in ddp], [v for _, v in single.train_loss], rtol=2e-3, atol=2e-3)
+    assert [s for s, _ in ddp["train_loss"]] == [s for s, _ in single.train_loss]
+    np.testing.assert_allclose([v for _, v in ddp["train_loss"]], [v for _, v in single.train_loss],
+                               rtol=2e-3, atol=2e-3)
+    assert [s for s, _ in ddp["val_loss"]] == [s for s, _ in single.val_loss] == [4, 6]
+    np.testing.assert_allclose([v for _, v in ddp["val_loss"]], [v for _, v in single.val_loss], rtol=2e-3)
+    assert ddp["best"] == single.best_step
 
 
 def test_bf16_training_follows_fp32_and_stays_seeded():
