@@ -297,7 +297,15 @@ def run_experiment(config: ExperimentConfig, out_dir: str | Path, *, budget: flo
     if models_from is not None:  # checked before the results directory is made
         from tracesynth.experiments.imported import link_imports, plan_imports
 
-        plan = plan_imports(cells, out_dir, Path(models_from), lambda w: load_split(config, w), MODELS_DIR)
+        loaded: dict[str, Split] = {}  # a workload's split once, however many of its models there are
+
+        def split_of(workload: str) -> Split:
+            if workload not in loaded:
+                loaded.clear()  # one workload's traces in memory at a time, as the cells below
+                loaded[workload] = load_split(config, workload)
+            return loaded[workload]
+
+        plan = plan_imports(cells, out_dir, Path(models_from), split_of, MODELS_DIR)
     prepare_out_dir(out_dir, config, budget, resume)
     report = on_progress or (lambda phase, cell, finished: None)
     for line in link_imports(plan, out_dir, MODELS_DIR) if plan is not None else []:
