@@ -3,6 +3,7 @@ are and by the traces they were trained on, then sampled instead of training."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pandas as pd
@@ -27,10 +28,11 @@ evaluation: {seeds: 1, quick: true}
 """
 
 
-def _train(traces, out, seed=0):
+def _train(traces, out, seed=0, **train_kw):
     torch.set_num_threads(1)
+    settings = dict(steps=3, batch_size=4, seed=seed, device="cpu", val_every=3, checkpoint_every=3) | train_kw
     train(traces, out, channels="light", model_config=ModelConfig(context=64, **SIZES["tiny"]),
-          train_config=TrainConfig(steps=3, batch_size=4, seed=seed, device="cpu", val_every=3, checkpoint_every=3))
+          train_config=TrainConfig(**settings))
 
 
 @pytest.fixture(scope="module")
@@ -107,3 +109,23 @@ def test_a_model_saved_before_fingerprints_is_checked_by_its_first_trace(elsewhe
     (old / "encoder.json").write_text(json.dumps(encoder))
     with pytest.raises(ConfigError, match="its first stream training trace began at"):
         run_experiment(config, tmp_path / "out-again", models_from=old)
+
+
+def test_a_keep_best_config_imports_the_best_validated_weights_where_they_were_kept(elsewhere, tmp_path):
+    _config_file, config, split, root = elsewhere
+    kept = tmp_path / "kept" / "stream"
+    _train(split.train, kept, steps=6, val_every=1, keep_best=True, lr=0.05)
+    best_step = json.loads((kept / "best" / "state.json").read_text())["step"]
+    config = dataclasses.replace(config, tracesynth=dataclasses.replace(config.tracesynth, keep_best=True))
+    lines = []
+    run_experiment(config, tmp_path / "out", models_from=kept, on_message=lines.append)
+    assert f"best-validated weights, step {best_step}" in lines[0]
+    model = tmp_path / "out" / "models" / "tracesynth__stream__light__ctx64__seed0"
+    info = json.loads((model / "experiment.json").read_text())
+    assert info["best_step"] == best_step and info["train_steps"] == 6  # the run's steps, the best's weights
+    assert (model / "model.safetensors").read_bytes() == (kept / "best" / "model.safetensors").read_bytes()
+    assert list(pd.read_csv(tmp_path / "out" / "results.csv")["best_step"]) == [best_step]
+    # Without a best/ the last weights come, and it says so.
+    lines.clear()
+    run_experiment(config, tmp_path / "out2", models_from=root / "gpu", on_message=lines.append)
+    assert "no best/ kept: its last weights" in lines[0]

@@ -72,15 +72,18 @@ def _fits(candidate: Candidate, cell: Cell) -> bool:
             and candidate.seed == cell.training_seed)
 
 
-Plan = list[tuple[str, "Candidate | None", "str | None"]]  # (model_id, what to link or None: there already, check)
+# (model_id, the candidate or None: in models/ already, the directory whose weights to link, what was checked)
+Plan = list[tuple[str, "Candidate | None", "Path | None", "str | None"]]
 
 
 def plan_imports(cells: list[Cell], out_dir: Path, source: Path, split_of: Callable[[str], object],
-                 models_dir: str = "models") -> Plan:
+                 models_dir: str = "models", best: bool = False) -> Plan:
     """Which model of `source` each TraceSynth model of `cells` takes. `split_of(workload)` gives
     the experiment's split, whose training traces each model must have been trained on. Raises
     ConfigError, having written nothing, when a model of the grid has no match, or two, or one
-    trained on other traces. Models already in `out_dir/models_dir` (a resumed run) stay."""
+    trained on other traces. Models already in `out_dir/models_dir` (a resumed run) stay.
+    `best` (the config's `tracesynth.keep_best`): a model's best-validated weights
+    (`train --keep-best`, MODEL/best) are imported where it kept them, its last ones elsewhere."""
     offered = candidates(source)
     plan: Plan = []
     problems = []
@@ -89,7 +92,7 @@ def plan_imports(cells: list[Cell], out_dir: Path, source: Path, split_of: Calla
         if cell.generator != TRACESYNTH:
             continue
         if (out_dir / models_dir / model_id / "experiment.json").exists():
-            plan.append((model_id, None, None))
+            plan.append((model_id, None, None, None))
             continue
         fits = [c for c in offered if _fits(c, cell)]
         wanted = f"{cell.workload}, {cell.channels}, context {cell.context}, seed {cell.training_seed}"
@@ -109,7 +112,13 @@ def plan_imports(cells: list[Cell], out_dir: Path, source: Path, split_of: Calla
             problems.append(f"{candidate.path}: trained on other traces than the experiment's training split "
                             f"({why})")
             continue
-        plan.append((model_id, candidate, check))
+        weights = candidate.path
+        if best and (candidate.path / BEST / "model.safetensors").exists():
+            weights = candidate.path / BEST
+            check += f"; best-validated weights, step {read_model_info(weights)['state'].get('step')}"
+        elif best:
+            check += "; no best/ kept: its last weights"
+        plan.append((model_id, candidate, weights, check))
     if problems:
         shown = "; ".join(problems[:4]) + (f"; and {len(problems) - 4} more" if len(problems) > 4 else "")
         offers = "; ".join(c.describe() for c in offered[:8])
@@ -120,22 +129,27 @@ def plan_imports(cells: list[Cell], out_dir: Path, source: Path, split_of: Calla
 def link_imports(plan: Plan, out_dir: Path, models_dir: str = "models") -> list[str]:
     """Carry out `plan`: a line per model saying what was imported (or found there already)."""
     lines = []
-    for model_id, candidate, check in plan:
+    for model_id, candidate, weights, check in plan:
         if candidate is None:
             lines.append(f"{model_id}: already in {models_dir}/")
             continue
-        lines.append(f"{model_id} ← {candidate.path}: {_link(candidate, out_dir / models_dir / model_id, check)}")
+        done = _link(candidate, weights, out_dir / models_dir / model_id, check)
+        lines.append(f"{model_id} ← {candidate.path}: {done}")
     return lines
 
 
-def _link(candidate: Candidate, target: Path, check: str) -> str:
+def _link(candidate: Candidate, weights: Path, target: Path, check: str) -> str:
+    """Link `weights` (the candidate's directory or its best/: the same encoder and tables) into
+    `target` beside an experiment.json; the training figures are the whole run's."""
     state, config = candidate.info["state"], candidate.info["config"]
     info = {"train_seconds": float(state.get("seconds", 0.0)), "train_steps": int(state.get("step", 0)),
             "params": candidate.info["params"], "batch_size": (config.get("train") or {}).get("batch_size"),
             "context": candidate.context, "imported_from": str(candidate.path.resolve()),
             "trained_on": state.get("device") or "not recorded", "data_check": check}
+    if weights != candidate.path:
+        info["best_step"] = int(read_model_info(weights)["state"].get("step", 0))
     with atomic_path(target, directory=True) as tmp:
-        for item in sorted(candidate.path.iterdir()):
+        for item in sorted(weights.iterdir()):
             if item.name in SKIPPED or item.name.startswith("."):
                 continue
             if item.is_file():

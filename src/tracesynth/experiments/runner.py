@@ -305,7 +305,8 @@ def run_experiment(config: ExperimentConfig, out_dir: str | Path, *, budget: flo
                 loaded[workload] = load_split(config, workload)
             return loaded[workload]
 
-        plan = plan_imports(cells, out_dir, Path(models_from), split_of, MODELS_DIR)
+        plan = plan_imports(cells, out_dir, Path(models_from), split_of, MODELS_DIR,
+                            best=bool(config.tracesynth.keep_best))
     prepare_out_dir(out_dir, config, budget, resume)
     report = on_progress or (lambda phase, cell, finished: None)
     for line in link_imports(plan, out_dir, MODELS_DIR) if plan is not None else []:
