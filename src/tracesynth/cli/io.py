@@ -93,11 +93,12 @@ def info(
     """Summarise traces (events, duration, threads, CPUs, top events and processes) or models
     (channels, workloads, size, training, losses, training traces)."""
     from tracesynth import load
+    from tracesynth.model.checkpoint import is_model_dir
     from tracesynth.summary import summarize
 
     results = {}
     for path in traces:
-        if format is None and _is_model_dir(path):
+        if format is None and is_model_dir(path):
             from tracesynth.model.summary import summarize_model
 
             summary = summarize_model(path)
@@ -112,10 +113,6 @@ def info(
             print_summary(path, trace.meta, s)
     if as_json:
         console.print_json(json.dumps(results))
-
-
-def _is_model_dir(path: Path) -> bool:
-    return path.is_dir() and (path / "config.json").exists() and (path / "model.safetensors").exists()
 
 
 def print_model_summary(path, summary) -> None:

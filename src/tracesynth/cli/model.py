@@ -130,9 +130,9 @@ def _point_to_best(model_dir: Path) -> None:
     """Say so when `train --keep-best` kept other weights than the last ones sampled here."""
     import json
 
-    from tracesynth.model.checkpoint import BEST
+    from tracesynth.model.checkpoint import BEST, is_model_dir
 
-    if not (model_dir / BEST / "model.safetensors").exists():
+    if not is_model_dir(model_dir / BEST):
         return
     try:
         state = json.loads((model_dir / "state.json").read_text())

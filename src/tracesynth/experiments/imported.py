@@ -26,7 +26,7 @@ from tracesynth.encoding import resolve_channels
 from tracesynth.errors import ConfigError
 from tracesynth.experiments.grid import TRACESYNTH, Cell, model_groups
 from tracesynth.fileio import atomic_path
-from tracesynth.model.checkpoint import BEST, link_or_copy, read_model_info
+from tracesynth.model.checkpoint import BEST, is_model_dir, link_or_copy, read_model_info
 from tracesynth.model.provenance import data_mismatch, start_mismatch
 
 SKIPPED = ("optimizer.safetensors", BEST)  # training state, and a best/ beside the weights used
@@ -113,7 +113,7 @@ def plan_imports(cells: list[Cell], out_dir: Path, source: Path, split_of: Calla
                             f"({why})")
             continue
         weights = candidate.path
-        if best and (candidate.path / BEST / "model.safetensors").exists():
+        if best and is_model_dir(candidate.path / BEST):
             weights = candidate.path / BEST
             check += f"; best-validated weights, step {read_model_info(weights)['state'].get('step')}"
         elif best:

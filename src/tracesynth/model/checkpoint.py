@@ -89,6 +89,12 @@ def link_or_copy(src: str, dst: str) -> None:
         shutil.copy2(src, dst)
 
 
+def is_model_dir(path: str | Path) -> bool:
+    """Whether `path` looks like a model directory (its weights, config and encoder there)."""
+    path = Path(path)
+    return path.is_dir() and all((path / f).exists() for f in FILES)
+
+
 def _check(directory: Path) -> None:
     missing = [f for f in FILES if not (directory / f).exists()]
     if missing:

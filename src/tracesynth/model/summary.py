@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tracesynth.model.checkpoint import BEST, read_model_info
+from tracesynth.model.checkpoint import BEST, is_model_dir, read_model_info
 
 TABLES = {"support.safetensors": "8-gram support (support corrector)",
           "copies.safetensors": "256-gram spans (copy guard)",
@@ -75,7 +75,7 @@ def summarize_model(directory: str | Path) -> ModelSummary:
         device=state.get("device") or "not recorded", precision=state.get("precision") or "not recorded",
         train_loss=sum(losses) / len(losses) if losses else None,
         val_loss=tuple(vals[-1]) if vals else None, best=best,
-        best_dir=str(directory / BEST) if (directory / BEST / "model.safetensors").exists() else None,
+        best_dir=str(directory / BEST) if is_model_dir(directory / BEST) else None,
         stopped_early=bool(state.get("stopped_early", False)), val_heldout=bool(state.get("val_heldout", True)),
         training_traces=list(state.get("data") or []),
         tables=[label for name, label in TABLES.items() if (directory / name).exists()],
