@@ -114,7 +114,7 @@ fi
 n=${#WORKLOADS[@]}
 for ((i = 0; i < n; i += 2)); do
     pair=("${WORKLOADS[@]:i:2}")
-    tar -h -C "$pack" --exclude=optimizer.safetensors --exclude=best -czf "$OUT/models_$(IFS=_; echo "${pair[*]}").tar.gz" "${pair[@]}"
+    tar -h -C "$pack" --exclude=optimizer.safetensors --exclude=training.safetensors --exclude=best -czf "$OUT/models_$(IFS=_; echo "${pair[*]}").tar.gz" "${pair[@]}"
 done
 ls -la "$OUT"
 echo "total $(( $(date +%s) - t0 )) s"

@@ -61,7 +61,9 @@ def test_imported_models_are_sampled_instead_of_trained(elsewhere, capsys):
     assert info["train_steps"] == 3 and info["trained_on"] == "cpu" and info["imported_from"].endswith("gpu/stream")
     state = json.loads((root / "gpu" / "stream" / "state.json").read_text())
     assert info["train_seconds"] == pytest.approx(state["seconds"]) and info["params"] > 0
-    assert not (out / "models" / "tracesynth__stream__light__ctx64__seed0" / "optimizer.safetensors").exists()
+    assert (root / "gpu" / "stream" / "training.safetensors").exists()  # resume-only files stay behind
+    for name in ("optimizer.safetensors", "training.safetensors"):
+        assert not (out / "models" / "tracesynth__stream__light__ctx64__seed0" / name).exists()
     frame = pd.read_csv(out / "results.csv")
     assert list(frame["status"]) == ["ok"] and list(frame["train_steps"]) == [3]  # the import's, not the config's 2
     assert "--models" in (out / "COMMAND.md").read_text()

@@ -28,6 +28,7 @@ def test_a_model_is_described_without_loading_it_and_an_old_one_says_what_it_lac
     rows = dict(summary_rows(s))
     assert rows["trained"].startswith("12 steps of 40, ") and "on cpu, fp32; stopped early" in rows["trained"]
     assert f"best {s.best[1]:.3f} at step 4" in rows["loss (nats/event)"]
+    assert s.ema == 0.99 and rows["weights"] == "moving average over training, decay 0.99 (about the last 100 steps)"
     assert rows["training traces"].startswith("toy 960 events, ")
     # A model saved before the device, the fingerprints and the best were kept.
     state = json.loads((tmp_path / "m" / "state.json").read_text())
@@ -39,3 +40,5 @@ def test_a_model_is_described_without_loading_it_and_an_old_one_says_what_it_lac
     rows = dict(summary_rows(old))
     assert "(device not recorded)" in rows["trained"]
     assert rows["training traces"] == "not recorded (saved before 2026-12-04)"
+    (tmp_path / "m" / "training.safetensors").unlink()  # what resume needs beside the average
+    assert not summarize_model(tmp_path / "m").optimizer_state

@@ -53,7 +53,7 @@ def test_checkpoint_is_safetensors_and_json_and_round_trips(tmp_path):
     model, encoder, state = train([periodic_trace()], tmp_path / "m", channels="full", model_config=mc, train_config=tc)
     files = sorted(p.name for p in (tmp_path / "m").iterdir())
     assert files == ["config.json", "copies.safetensors", "encoder.json", "model.safetensors", "ngrams.safetensors",
-                     "optimizer.safetensors", "state.json", "support.safetensors"]
+                     "optimizer.safetensors", "state.json", "support.safetensors", "training.safetensors"]
     assert not list(tmp_path.glob(".tracesynth-tmp-*"))  # nothing half-written left behind
     assert json.loads((tmp_path / "m" / "state.json").read_text())["step"] == 4
     assert state.val_loss and state.val_loss[-1][0] == 4
@@ -72,6 +72,36 @@ def test_checkpoint_is_safetensors_and_json_and_round_trips(tmp_path):
     t, w = torch.tensor([0.5]), torch.tensor([0])
     with torch.no_grad():
         assert torch.equal(model.eval().hidden(codes, t, w), loaded.hidden(codes, t, w))
+
+
+def test_the_saved_weights_are_the_moving_average_of_the_optimizers(tmp_path):
+    """model.safetensors holds the EMA of the weights the optimizer updates (kept beside it in
+    training.safetensors for --resume): the first step's weights, then a lerp towards each
+    step's with the warmed-up decay. Averaging does not change what the optimizer does."""
+    decay = 0.9
+    mc, tc = _cfgs(6, ema=decay)
+    tc.checkpoint_every = 1
+    saved = {}
+
+    def snapshot(step):
+        saved[step] = (load_file(str(tmp_path / "m" / "model.safetensors")),
+                       load_file(str(tmp_path / "m" / "training.safetensors")))
+
+    average, _, _ = train([periodic_trace()], tmp_path / "m", channels="light", model_config=mc, train_config=tc,
+                          callbacks=TrainCallbacks(on_checkpoint=snapshot))
+    assert _same(saved[1][0], saved[1][1])  # the average starts at the first step's weights
+    for step in range(2, 7):
+        weight = 1 - min(decay, (1 + step) / (10 + step))
+        for key, value in saved[step][0].items():
+            expected = saved[step - 1][0][key].lerp(saved[step][1][key], weight)
+            torch.testing.assert_close(value, expected, rtol=0, atol=1e-6)
+    assert _same(_weights(average), saved[6][0]) and not _same(saved[6][0], saved[6][1])
+    last, _, _ = train([periodic_trace()], tmp_path / "plain", channels="light", model_config=mc,
+                       train_config=dataclasses.replace(tc, ema=0.0))
+    assert _same(_weights(last), saved[6][1])  # the same optimizer trajectory, not averaged
+    assert not (tmp_path / "plain" / "training.safetensors").exists()
+    with pytest.raises(ConfigError, match=r"EMA decay must be in \[0, 1\)"):
+        dataclasses.replace(tc, ema=1.0).validate()
 
 
 def test_a_damaged_hash_table_is_refused_naming_the_file(tmp_path):
@@ -174,6 +204,10 @@ def test_resume_without_checkpoint_is_a_config_error(tmp_path):
     mc, tc = _cfgs(2)
     with pytest.raises(ConfigError, match="no checkpoint"):
         train([periodic_trace()], tmp_path / "none", model_config=mc, train_config=tc, resume=True)
+    train([periodic_trace()], tmp_path / "m", channels="light", model_config=mc, train_config=tc)
+    (tmp_path / "m" / "training.safetensors").unlink()  # e.g. a model packed for sampling only
+    with pytest.raises(ConfigError, match="no training.safetensors .* to resume from"):
+        train([periodic_trace()], tmp_path / "m", model_config=mc, train_config=tc, resume=True)
 
 
 def _overfitting(steps=24, **train_kw):

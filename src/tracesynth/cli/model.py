@@ -64,6 +64,10 @@ def train(
                                     help="Longest context (events on each side) of the n-gram counts kept "
                                          "for the sampler's prior; 32 with `generate --ngram-rounds 256` "
                                          "samples closer to real, several times slower (docs/model.md)."),
+    ema: float = typer.Option(None, "--ema", min=0.0, max=0.9999,
+                              help="Decay of the moving average of the weights that is saved and sampled "
+                                   "(default 0.99: about the last 100 steps; 0: the last weights). Set on the "
+                                   "first run, kept on --resume."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the checkpoint in --out."),
     val_every: int = typer.Option(100, "--val-every", help="Validation loss every N steps (0: only at the end)."),
     checkpoint_every: int = typer.Option(100, "--checkpoint-every", help="Checkpoint every N steps."),
@@ -93,7 +97,8 @@ def train(
                             ngram_order=ngram_order,
                             val_every=val_every or steps, checkpoint_every=checkpoint_every,
                             keep_best=keep_best, patience=patience,
-                            **({} if start_rate is None else {"start_rate": start_rate}))
+                            **({} if start_rate is None else {"start_rate": start_rate}),
+                            **({} if ema is None else {"ema": ema}))
     rank0 = int(os.environ.get("RANK", 0)) == 0
     start = time.perf_counter()
     with progress() as prog:

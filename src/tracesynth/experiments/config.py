@@ -69,6 +69,7 @@ class TraceSynthSettings:
     ngram_order: int | None = None  # longest context of the n-gram tables, counted at training (None: 8)
     self_condition: bool | None = None  # self-conditioned denoiser (None: ModelConfig's default)
     keep_best: bool | None = None  # sample the best-validated weights, not the last (None: off)
+    ema: float | None = None  # decay of the sampled moving average of the weights (None: TrainConfig's; 0: off)
     # Sampling settings apply to loaded models too (a run reusing saved models samples with them):
     spread: int | None = None  # spread reveals, in events (None: the sampler's default; 0: off)
     tid_temperature: float | None = None  # thread-id channel's temperature (None: the sampler's default)

@@ -26,10 +26,10 @@ from tracesynth.encoding import resolve_channels
 from tracesynth.errors import ConfigError
 from tracesynth.experiments.grid import TRACESYNTH, Cell, model_groups
 from tracesynth.fileio import atomic_path
-from tracesynth.model.checkpoint import BEST, is_model_dir, link_or_copy, read_model_info
+from tracesynth.model.checkpoint import BEST, RESUME_ONLY, is_model_dir, link_or_copy, read_model_info
 from tracesynth.model.provenance import data_mismatch, start_mismatch
 
-SKIPPED = ("optimizer.safetensors", BEST)  # training state, and a best/ beside the weights used
+SKIPPED = (*RESUME_ONLY, BEST)  # training state, and a best/ beside the weights used
 
 
 @dataclass

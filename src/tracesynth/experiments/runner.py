@@ -231,6 +231,7 @@ def _tracesynth(config: ExperimentConfig, cell: Cell, steps: int):
                       **({} if ts.ngram_order is None else {"ngram_order": ts.ngram_order}),
                       **({} if ts.self_condition is None else {"self_condition": ts.self_condition}),
                       **({} if ts.keep_best is None else {"keep_best": ts.keep_best}),
+                      **({} if ts.ema is None else {"ema": ts.ema}),
                       **_sampling_settings(ts))
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from tracesynth.encoding.ngrams import K as NGRAM_K
 from tracesynth.errors import ConfigError, TraceFormatError
 from tracesynth.generators.base import Generator
-from tracesynth.model.config import START_RATE, ModelConfig, TrainConfig, phase_config, size_config
+from tracesynth.model.config import EMA, START_RATE, ModelConfig, TrainConfig, phase_config, size_config
 from tracesynth.schema import Trace
 
 CONSTRAINT_MODES = ("none", "repair", "guided")
@@ -129,7 +129,8 @@ class TraceSynth(Generator):
                  copy_rounds: int = COPY_ROUNDS, serial_guide: bool = True, guide_rounds: int = GUIDE_ROUNDS,
                  ngram_weight: float = NGRAM_WEIGHT, ngram_rounds: int = NGRAM_ROUNDS,
                  precision: str = SAMPLE_PRECISION, train_precision: str = TRAIN_PRECISION,
-                 ngram_order: int = NGRAM_ORDER, self_condition: bool | None = None, keep_best: bool = False):
+                 ngram_order: int = NGRAM_ORDER, self_condition: bool | None = None, keep_best: bool = False,
+                 ema: float = EMA):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -164,13 +165,14 @@ class TraceSynth(Generator):
         # Training: validate every VAL_EVERY_BEST steps on the traces' held-out tails and sample
         # from the weights whose validation loss was lowest, not the last (long runs overfit).
         self.keep_best = keep_best
+        self.ema = ema  # training: decay of the weights' moving average that is sampled (0: the last weights)
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
                 "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state",
                 "corrector_steps", "start_temperature", "start_rate", "phase_events", "spread",
                 "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds", "ngram_weight",
-                "ngram_rounds", "precision", "train_precision", "ngram_order", "self_condition", "keep_best")
+                "ngram_rounds", "precision", "train_precision", "ngram_order", "self_condition", "keep_best", "ema")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -182,7 +184,7 @@ class TraceSynth(Generator):
                             val_every=self._val_every() if self.keep_best else 0, checkpoint_every=0,
                             keep_best=self.keep_best,
                             start_rate=self.start_rate, precision=self.train_precision,
-                            ngram_order=self.ngram_order)
+                            ngram_order=self.ngram_order, ema=self.ema)
         return model, train
 
     def _val_every(self) -> int:
@@ -293,6 +295,8 @@ class TraceSynth(Generator):
         params.setdefault("channels", list(encoder.channels))
         params["context"] = model.config.context
         params["device"] = device
+        if train_cfg is not None:  # what trained it (a model saved before `ema` existed: 0)
+            params.setdefault("ema", train_cfg.ema)
         try:
             gen = cls(**params)
         except (TypeError, ConfigError) as exc:  # a hand-edited or foreign state.json

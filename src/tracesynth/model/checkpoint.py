@@ -1,12 +1,14 @@
 """Model directories: safetensors tensors + JSON, written atomically, never pickle.
 
-    model.safetensors      denoiser weights
+    model.safetensors      denoiser weights (the moving average of training's, with `ema`)
     config.json            {"model": ModelConfig, "train": TrainConfig}
     encoder.json           the fitted TraceEncoder
     support.safetensors    the event 8-grams of the training traces (encoding.support), if fitted
     copies.safetensors     their event 256-grams and branch points (encoding.copies), if fitted
     ngrams.safetensors     their event n-gram counts, both directions (encoding.ngrams), if fitted
     optimizer.safetensors  AdamW moments (only while training can resume)
+    training.safetensors   the weights the optimizer updates, where model.safetensors holds their
+                           moving average (only while training can resume)
     state.json             step, losses, validation history, optimizer hyperparameters
     best/                  with `train --keep-best`: a model directory (no optimizer state) of
                            the weights whose validation loss was lowest so far
@@ -40,6 +42,8 @@ from tracesynth.model.denoiser import Denoiser
 
 FILES = ("model.safetensors", "config.json", "encoder.json")
 BEST = "best"  # the subdirectory `train --keep-best` keeps the best-validated weights in
+TRAINING = "training.safetensors"  # the optimizer's own weights beside their average (resume only)
+RESUME_ONLY = ("optimizer.safetensors", TRAINING)  # what a model needs only to go on training
 
 
 def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], list]:
@@ -53,14 +57,15 @@ def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torc
 
 def save_checkpoint(directory: str | Path, model: Denoiser, encoder: TraceEncoder, train: TrainConfig | None,
                     optimizer: torch.optim.Optimizer | None = None, state: dict | None = None,
-                    carry: tuple[str, ...] = ()) -> Path:
+                    carry: tuple[str, ...] = (), training: Denoiser | None = None) -> Path:
     """Write a model directory. `carry`: subdirectories of the directory being replaced that
     the new one keeps (the `best/` weights while training goes on); they are hard-linked into
-    the temporary copy, so a kill before the rename leaves the old directory whole."""
+    the temporary copy, so a kill before the rename leaves the old directory whole.
+    `training`: the network the optimizer updates, where `model` is its moving average (saved
+    with the optimizer state, for `--resume`)."""
     directory = Path(directory)
-    weights = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     with atomic_path(directory, directory=True) as tmp:
-        save_file(weights, str(tmp / "model.safetensors"))
+        save_file(_weights(model), str(tmp / "model.safetensors"))
         (tmp / "config.json").write_text(dumps(model.config, train))
         (tmp / "encoder.json").write_text(json.dumps(encoder.to_json()))
         if encoder.support is not None:
@@ -74,11 +79,23 @@ def save_checkpoint(directory: str | Path, model: Denoiser, encoder: TraceEncode
             tensors, groups = _optimizer_tensors(optimizer)
             save_file(tensors, str(tmp / "optimizer.safetensors"))
             full_state["param_groups"] = groups
+            if training is not None:
+                save_file(_weights(training), str(tmp / TRAINING))
         (tmp / "state.json").write_text(json.dumps(full_state, indent=1))
         for name in carry:
             if (directory / name).is_dir():
                 shutil.copytree(directory / name, tmp / name, copy_function=link_or_copy)
     return directory
+
+
+def _weights(model: Denoiser) -> dict[str, torch.Tensor]:
+    return {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+
+
+def resume_files(train: dict) -> tuple[str, ...]:
+    """What `--resume` needs beside the model (`train`: config.json's "train"): the optimizer
+    state, and the optimizer's own weights where model.safetensors holds their average."""
+    return RESUME_ONLY if train.get("ema") else RESUME_ONLY[:1]
 
 
 def link_or_copy(src: str, dst: str) -> None:
@@ -191,6 +208,14 @@ def read_model_info(directory: str | Path) -> dict:
     _parts(directory, "config.json", lambda: int(info["config"]["model"]["context"]))
     _parts(directory, "encoder.json", lambda: list(info["encoder"]["channels"]))
     return info
+
+
+def load_training_weights(directory: str | Path, model: Denoiser) -> None:
+    """The weights the optimizer was updating (`training.safetensors`) into `model`."""
+    path = Path(directory) / TRAINING
+    if not path.exists():
+        raise ConfigError(f"{directory}: no {TRAINING} (the weights behind the saved average) to resume from")
+    model.load_state_dict(_tensors(path, load_file))
 
 
 def load_optimizer(directory: str | Path, optimizer: torch.optim.Optimizer, state: dict) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tracesynth.model.checkpoint import BEST, is_model_dir, read_model_info
+from tracesynth.model.checkpoint import BEST, is_model_dir, read_model_info, resume_files
 
 TABLES = {"support.safetensors": "8-gram support (support corrector)",
           "copies.safetensors": "256-gram spans (copy guard)",
@@ -45,6 +45,7 @@ class ModelSummary:
     tables: list[str] = field(default_factory=list)
     serial_syscalls: dict[str, int] = field(default_factory=dict)  # per workload: how many
     optimizer_state: bool = False     # training can resume
+    ema: float = 0.0                  # decay of the weights' moving average these weights are (0: the last weights)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -80,7 +81,8 @@ def summarize_model(directory: str | Path) -> ModelSummary:
         training_traces=list(state.get("data") or []),
         tables=[label for name, label in TABLES.items() if (directory / name).exists()],
         serial_syscalls={w: len(v) for w, v in (encoder.get("serial_syscalls") or {}).items()},
-        optimizer_state=(directory / "optimizer.safetensors").exists(),
+        optimizer_state=all((directory / name).exists() for name in resume_files(train)),
+        ema=float(train.get("ema") or 0.0),
     )
 
 
@@ -98,6 +100,8 @@ def summary_rows(s: ModelSummary) -> list[tuple[str, str]]:
         ("vocabularies", ", ".join(f"{ch} {n}" for ch, n in s.vocab_sizes.items())),
         ("trained", trained),
         ("loss (nats/event)", _losses(s)),
+        ("weights", f"moving average over training, decay {s.ema:g} (about the last {round(1 / (1 - s.ema)):,} "
+                    f"steps)" if s.ema else "the last step's (no moving average)"),
     ]
     if s.best_dir:
         rows.append(("best weights", s.best_dir))

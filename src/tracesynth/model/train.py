@@ -15,6 +15,11 @@ Long runs can overfit small training sets (build's validation loss was lowest at
 validation loss in `MODEL_DIR/best` beside the resumable last checkpoint, and `patience` stops
 a run that has not improved for that many validations. Both read the validation history in
 the checkpoint, so a resumed run decides as an uninterrupted one would.
+
+The weights saved, validated and sampled are an exponential moving average of the optimizer's
+(`ema`, decay 0.99: about the last 100 steps; Polyak & Juditsky 1992, as diffusion models have
+used since Ho et al. 2020), through `torch.optim.swa_utils.AveragedModel`. The optimizer's own
+weights are checkpointed beside the average (`training.safetensors`) while the run can resume.
 """
 
 from __future__ import annotations
@@ -30,10 +35,11 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch.optim.swa_utils import AveragedModel
 
 from tracesynth.encoding.trace_encoder import TraceEncoder
 from tracesynth.errors import ConfigError
-from tracesynth.model.checkpoint import BEST, load_model, load_optimizer, save_checkpoint
+from tracesynth.model.checkpoint import BEST, load_model, load_optimizer, load_training_weights, save_checkpoint
 from tracesynth.model.config import ModelConfig, TrainConfig
 from tracesynth.model.denoiser import Denoiser
 from tracesynth.model.noise import MaskingSchedule
@@ -234,6 +240,22 @@ def learning_rate(step: int, cfg: TrainConfig) -> float:
     return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
 
 
+def averaged(model: Denoiser, decay: float) -> AveragedModel | None:
+    """The moving average of `model`'s weights (None when `decay` is 0). The decay warms up as
+    (1 + n) / (10 + n) over the first updates, so early validations see recent weights rather
+    than the random start."""
+    if not decay:
+        return None
+
+    def update(average: list[torch.Tensor], current: list[torch.Tensor], n_before) -> None:
+        n = int(n_before) + 1
+        weight = 1.0 - min(decay, (1 + n) / (10 + n))
+        for a, c in zip(average, current):
+            a.lerp_(c, weight)
+
+    return AveragedModel(model, multi_avg_fn=update, use_buffers=False)
+
+
 def _distributed() -> tuple[int, int, int]:
     return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("LOCAL_RANK", 0))
 
@@ -265,7 +287,7 @@ def train(
     if resume:
         if out_dir is None or not (Path(out_dir) / "state.json").exists():
             raise ConfigError(f"--resume: no checkpoint in {out_dir}")
-        model, encoder, saved_cfg, saved_state = load_model(out_dir, "cpu")
+        model, encoder, saved_cfg, saved_state = load_model(out_dir, "cpu")  # the average, with ema
         model.train()
         # The saved precision stands (a resumed run continues as it began); a checkpoint saved
         # before precision was kept resumes with `auto`.
@@ -286,7 +308,14 @@ def train(
         torch.manual_seed(cfg.seed)
         model = Denoiser(mc)
         state.data = fingerprints(traces)
+    average = averaged(model, cfg.ema)  # a copy: the saved, validated and sampled network
+    if average is not None and resume:
+        load_training_weights(out_dir, model)  # the optimizer goes on from its own weights
+        average.n_averaged.fill_(state.step)
     model.to(device)
+    if average is not None:
+        average.to(device)
+    sampled = model if average is None else average.module
     state.device = f"cuda: {torch.cuda.get_device_name(device)}" if device.type == "cuda" else device.type
     source = WindowSource(encoder, traces, model.config.context, cfg.val_fraction, cfg.seed,
                           cfg.start_rate if model.config.start_flag else 0.0)
@@ -318,13 +347,14 @@ def train(
             # `best/` lives inside the model directory: carried over while this run keeps it
             # (a fresh run into an old directory drops the old run's until it has its own).
             carry = (BEST,) if cfg.keep_best and state.best_step is not None else ()
-            save_checkpoint(out_dir, model, encoder, cfg, optimizer, dataclasses.asdict(state), carry=carry)
+            save_checkpoint(out_dir, sampled, encoder, cfg, optimizer, dataclasses.asdict(state), carry=carry,
+                            training=model if average is not None else None)
             if cb.on_checkpoint:
                 cb.on_checkpoint(state.step)
 
     def validate() -> None:
         """Validation loss now; a new best is recorded (and written to `best/` with keep_best)."""
-        val = validation_loss(model, source, cfg, device)
+        val = validation_loss(sampled, source, cfg, device)
         if world > 1:  # every process validates the same windows; agree on one number
             value = torch.tensor(val, dtype=torch.float64)
             torch.distributed.all_reduce(value)
@@ -333,9 +363,9 @@ def train(
         if state.best_val_loss is None or val < state.best_val_loss - MIN_IMPROVEMENT:
             state.best_step, state.best_val_loss = state.step, val
             if cfg.keep_best and out_dir is not None and rank == 0:
-                save_checkpoint(Path(out_dir) / BEST, model, encoder, cfg, None, dataclasses.asdict(state))
+                save_checkpoint(Path(out_dir) / BEST, sampled, encoder, cfg, None, dataclasses.asdict(state))
             if cb.on_best:
-                cb.on_best(state.step, val, model)
+                cb.on_best(state.step, val, sampled)
         if cb.on_validation:
             cb.on_validation(state.step, val)
 
@@ -362,6 +392,8 @@ def train(
         if cfg.grad_clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         optimizer.step()
+        if average is not None:
+            average.update_parameters(model)
         value = loss.detach().float()
         if world > 1:
             torch.distributed.all_reduce(value)
@@ -379,8 +411,8 @@ def train(
             state.stopped_early = patience_ran_out()
         if last or state.stopped_early or (cfg.checkpoint_every and state.step % cfg.checkpoint_every == 0):
             checkpoint()
-    model.eval()
-    return model, encoder, state
+    sampled.eval()
+    return sampled, encoder, state
 
 
 def training_loss(model: Denoiser, codes, noisy, masked, t, labels, offset, weighting: str,
