@@ -104,8 +104,9 @@ START_RATE = 0.6
 
 # Decay of the exponential moving average of the weights that training saves and the sampler
 # uses (model.train, "EMA"): 0.99 averages about the last 100 steps. On the default 1000-step
-# runs it validated 0.002-0.009 nats/event lower than the last weights and its guided traces'
-# windows were told from real ones 0.02 less often (docs/model.md, "Weight averaging").
+# runs of five workloads it validated lower on four (scimark -0.05 nats/event, pybench +0.015)
+# and its guided traces' 512-event windows were told from real ones 0.012 less often on average
+# (0.02-0.03 on sqlite, stream, scimark; level on tar, pybench; docs/model.md, "Weight averaging").
 EMA = 0.99
 
 
