@@ -291,6 +291,7 @@ def _ddp_worker(rank, world, port, out, self_condition):
     if rank == 0:
         with open(out, "w") as fh:
             json.dump({"train_loss": state.train_loss, "val_loss": state.val_loss, "best": state.best_step}, fh)
+    torch.distributed.barrier()  # both ranks done before gloo tears down (a SIGABRT at exit otherwise, rarely)
     torch.distributed.destroy_process_group()
 
 
