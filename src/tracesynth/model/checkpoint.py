@@ -42,8 +42,9 @@ from tracesynth.model.denoiser import Denoiser
 
 FILES = ("model.safetensors", "config.json", "encoder.json")
 BEST = "best"  # the subdirectory `train --keep-best` keeps the best-validated weights in
+OPTIMIZER = "optimizer.safetensors"  # AdamW moments (resume only)
 TRAINING = "training.safetensors"  # the optimizer's own weights beside their average (resume only)
-RESUME_ONLY = ("optimizer.safetensors", TRAINING)  # what a model needs only to go on training
+RESUME_ONLY = (OPTIMIZER, TRAINING)  # what a model needs only to go on training
 
 
 def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], list]:
@@ -77,7 +78,7 @@ def save_checkpoint(directory: str | Path, model: Denoiser, encoder: TraceEncode
         full_state = dict(state or {})
         if optimizer is not None:
             tensors, groups = _optimizer_tensors(optimizer)
-            save_file(tensors, str(tmp / "optimizer.safetensors"))
+            save_file(tensors, str(tmp / OPTIMIZER))
             full_state["param_groups"] = groups
             if training is not None:
                 save_file(_weights(training), str(tmp / TRAINING))
@@ -95,7 +96,7 @@ def _weights(model: Denoiser) -> dict[str, torch.Tensor]:
 def resume_files(train: dict) -> tuple[str, ...]:
     """What `--resume` needs beside the model (`train`: config.json's "train"): the optimizer
     state, and the optimizer's own weights where model.safetensors holds their average."""
-    return RESUME_ONLY if train.get("ema") else RESUME_ONLY[:1]
+    return RESUME_ONLY if train.get("ema") else (OPTIMIZER,)
 
 
 def link_or_copy(src: str, dst: str) -> None:
@@ -219,7 +220,7 @@ def load_training_weights(directory: str | Path, model: Denoiser) -> None:
 
 
 def load_optimizer(directory: str | Path, optimizer: torch.optim.Optimizer, state: dict) -> None:
-    path = Path(directory) / "optimizer.safetensors"
+    path = Path(directory) / OPTIMIZER
     if not path.exists():
         raise ConfigError(f"{directory}: no optimizer state to resume from")
     tensors = _tensors(path, load_file)
