@@ -36,6 +36,8 @@ def _register() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from rich.markup import escape
+
     from tracesynth.errors import TraceSynthError
 
     _register()
@@ -46,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(rv, int) and not isinstance(rv, bool):
             return rv
     except TraceSynthError as exc:
-        console_err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        # escaped: a message quoting a path or a name with [brackets] in it is text, not markup
+        console_err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return exc.exit_code
     except KeyboardInterrupt:
         console_err.print("[bold red]interrupted[/]")
@@ -61,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         if show:
             show()
         else:
-            console_err.print(f"[bold red]error:[/] {exc}", highlight=False)
+            console_err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         return getattr(exc, "exit_code", 2)
     return 0
 

@@ -119,21 +119,43 @@ def _shown_path(path: str) -> str:
 @app.command()
 def compare(
     run_a: Path = typer.Argument(..., help="The baseline: an experiment's output folder or its results.csv."),
-    run_b: Path = typer.Argument(..., help="The run to compare with it, sharing workloads and seeds."),
+    run_b: Path = typer.Argument(None, help="The run to compare with it, sharing workloads and seeds "
+                                            "(default: RUN_A again, its cells split by --where-a/--where-b)."),
     metric: list[str] = typer.Option(None, "--metric", "-m",
                                      help="A results.csv column; repeat for several (default: TSTR/TRTR, "
                                           "disc@512 and @2048, copy rate, repeats, events/s)."),
+    where: list[str] = typer.Option(None, "--where", metavar="KEY=VALUE",
+                                    help="Only cells with this key value in both runs (e.g. workload=sqlite,tar); "
+                                         "repeat for several keys."),
+    where_a: list[str] = typer.Option(None, "--where-a", metavar="KEY=VALUE",
+                                      help="Only A's cells with this key value (e.g. context=256)."),
+    where_b: list[str] = typer.Option(None, "--where-b", metavar="KEY=VALUE",
+                                      help="Only B's cells with this key value (e.g. context=4096)."),
     out: Path = typer.Option(None, "-o", "--out", help="Also write the report here (Markdown)."),
     plot: Path = typer.Option(None, "--plot", help="Also draw the differences as a forest plot (PNG)."),
 ):
     """Two experiment runs cell for cell: per workload A → B and the paired difference with a 95% interval."""
     from tracesynth.experiments.compare import (DEFAULT_METRICS, compare as compare_runs, load_results,
-                                                load_run_config, render_markdown, write_plot)
+                                                load_run_config, parse_conditions, render_markdown, select,
+                                                write_plot)
+    from tracesynth.errors import ConfigError
     from tracesynth.fileio import atomic_path
 
-    frame_a, frame_b = load_results(run_a), load_results(run_b)
-    name = lambda p: (p if p.is_dir() else p.parent).name or str(p)  # noqa: E731
-    result = compare_runs(frame_a, frame_b, metric or DEFAULT_METRICS, name_a=name(run_a), name_b=name(run_b),
+    run_b = run_a if run_b is None else run_b
+    both = parse_conditions(where)
+    only_a, only_b = parse_conditions(where_a), parse_conditions(where_b)
+    clash = sorted(set(both) & (set(only_a) | set(only_b)))
+    if clash:
+        raise ConfigError(f"--where {clash[0]}=... and --where-a/--where-b {clash[0]}=...: give {clash[0]} one way")
+    if run_b == run_a and not (only_a or only_b):
+        raise ConfigError(f"{run_a}: a run compared with itself needs --where-a/--where-b to split its cells "
+                          "(e.g. --where-a context=256 --where-b context=4096)")
+    name = lambda p, c: ((p if p.is_dir() else p.parent).name or str(p)) + (  # noqa: E731
+        f" [{' '.join(f'{k}={v}' for k, v in c.items())}]" if c else "")
+    name_a, name_b = name(run_a, only_a), name(run_b, only_b)
+    frame_a = select(load_results(run_a), {**both, **only_a}, name_a)
+    frame_b = select(load_results(run_b), {**both, **only_b}, name_b)
+    result = compare_runs(frame_a, frame_b, metric or DEFAULT_METRICS, name_a=name_a, name_b=name_b,
                           configs=(load_run_config(run_a), load_run_config(run_b)))
     text = render_markdown(result)
     if out is not None:

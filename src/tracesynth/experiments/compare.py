@@ -10,7 +10,8 @@ means do.
 Cells pair on the key columns of results.csv (`results.KEY_COLUMNS`). A key column whose
 values do not overlap between the runs (context 256 in one, 4096 in the other) is what is
 being compared and is left out of the pairing; the others must match. Only finished cells
-count.
+count. `select` narrows a run to some of its cells first (`--where context=256`), so one run's
+grid pairs with itself: context 256 against 4096 of the same run, guided against none.
 
 Per workload and metric: the means of A and B over the pairs, and the mean paired difference
 B − A with its 95% t interval over the pairs (none where every pair differs alike: a
@@ -87,6 +88,37 @@ def load_run_config(path: str | Path) -> dict | None:
         return json.loads(run.read_text()).get("config")
     except (OSError, ValueError, AttributeError):
         return None
+
+
+def parse_conditions(texts: list[str] | None) -> dict[str, str]:
+    """`KEY=VALUE` conditions on results.csv's key columns (several values of one key: `KEY=V1,V2`)."""
+    conditions: dict[str, str] = {}
+    for text in texts or []:
+        key, sep, value = text.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value:
+            raise ConfigError(f"--where {text!r}: expected KEY=VALUE, e.g. context=4096")
+        if key not in KEY_COLUMNS:
+            raise ConfigError(f"--where {text!r}: {key!r} is not a key column; cells are told apart by "
+                              f"{', '.join(KEY_COLUMNS)}")
+        if key in conditions:
+            raise ConfigError(f"--where {text!r}: {key} is given twice (several values: {key}=V1,V2)")
+        conditions[key] = value
+    return conditions
+
+
+def select(frame: pd.DataFrame, conditions: dict[str, str], name: str = "run") -> pd.DataFrame:
+    """The cells of `frame` whose key columns hold the given values (compared as text, so
+    `context=4096` matches 4096); a condition no cell meets is an error naming what there is."""
+    for key, value in conditions.items():
+        wanted = {v.strip() for v in value.split(",")}
+        column = frame[key].astype(str)
+        kept = frame[column.isin(wanted)]
+        if kept.empty:
+            there = ", ".join(sorted(set(column), key=lambda v: (len(v), v)))
+            raise ConfigError(f"{name}: no cell with {key}={value} (its cells have {key} {there})")
+        frame = kept
+    return frame
 
 
 def setting_differences(config_a: dict | None, config_b: dict | None) -> list[tuple[str, object, object]]:
