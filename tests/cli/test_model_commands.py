@@ -22,7 +22,8 @@ def trained(tmp_path_factory):
     shared_trace("bug446190").slice(0, 3000).with_meta(workload="bug").save(data)
     model = root / "model"
     assert main(["train", str(data), "-o", str(model), "--channels", "full", "--steps", "6",
-                 "--val-every", "3", "--checkpoint-every", "3", "--seed", "1", "--start-rate", "0.5", "--phase-events", "512", "--ngram-order", "12", "--no-self-condition", *TINY]) == 0
+                 "--val-every", "3", "--checkpoint-every", "3", "--seed", "1", "--start-rate", "0.5", "--phase-events", "512", "--ngram-order", "12", "--no-self-condition",
+                 "--val-fraction", "0.2", *TINY]) == 0
     return data, model
 
 
@@ -36,7 +37,8 @@ def test_train_writes_a_checkpoint_and_resume_continues(trained, capsys):
     assert main(["train", str(data), "-o", str(model), "--steps", "9", "--resume", *TINY]) == 0
     state = json.loads((model / "state.json").read_text())
     assert state["step"] == 9 and len(state["train_loss"]) == 9
-    assert json.loads((model / "config.json").read_text())["train"]["ngram_order"] == 12  # kept on resume
+    kept = json.loads((model / "config.json").read_text())["train"]
+    assert (kept["ngram_order"], kept["val_fraction"]) == (12, 0.2)  # kept on resume
     # stderr is not a terminal here: progress comes as plain lines a log file keeps
     log = capsys.readouterr().err
     assert "train 9/9 100% loss" in log and "ev/s" in log, log
@@ -258,7 +260,7 @@ def test_info_describes_a_model_directory(trained, tmp_path, capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "(model)" in out and "channels │ event, dt, tid, cpu, ret, procname" in out, out
     assert "workloads │ bug" in out and "context 64 events" in out, out
-    assert "s on cpu, fp32" in out and "validation " in out, out
+    assert "s on cpu, fp32" in out and "on the held-out last 20% of each trace" in out, out
     assert "training traces │ bug 3,000 events" in out and "resumable │ yes" in out, out
     assert main(["info", "--json", str(model)]) == 0
     described = json.loads(capsys.readouterr().out)[str(model)]["model"]

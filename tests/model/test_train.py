@@ -17,7 +17,8 @@ from toy_traces import drifting_trace, periodic_trace
 from tracesynth.errors import ConfigError
 from tracesynth.model.checkpoint import load_model
 from tracesynth.model.config import SIZES, ModelConfig, TrainConfig
-from tracesynth.model.train import TrainCallbacks, train, validations_since_best
+from tracesynth.encoding import TraceEncoder
+from tracesynth.model.train import TrainCallbacks, WindowSource, train, validations_since_best
 
 
 @pytest.fixture(autouse=True)
@@ -262,6 +263,23 @@ def test_patience_stops_a_run_that_no_longer_improves_and_it_stays_stopped(tmp_p
     assert saved["step"] == 12 and saved["stopped_early"] is True  # the checkpoint is the stopping step's
     again = train([drifting_trace()], tmp_path / "m", model_config=mc, train_config=tc, resume=True)[2]
     assert again.stopped_early and again.step == 12 and len(again.train_loss) == 12
+
+
+def test_the_held_out_tail_is_never_trained_on_and_val_fraction_0_trains_on_every_event():
+    trace = drifting_trace()  # 960 events
+    encoder = TraceEncoder("light").fit([trace])
+
+    def last_trained_event(source):
+        return max(int(offsets.max()) + 32 for offsets in (source.batch_with_offsets(step, 8)[2] for step in range(200)))
+
+    held = WindowSource(encoder, [trace], 32, 0.1, seed=0)
+    assert held.val_heldout and held.train_end.tolist() == [864]
+    assert last_trained_event(held) <= 864 and int(held.validation(4)[2].min()) >= 864
+    everything = WindowSource(encoder, [trace], 32, 0.0, seed=0)
+    assert not everything.val_heldout and everything.train_end.tolist() == [960]
+    assert last_trained_event(everything) > 900  # the tail is trained on; validation reads training windows
+    with pytest.raises(ConfigError, match=r"validation fraction must be in \[0, 0.5\], not 0.7"):
+        TrainConfig(val_fraction=0.7).validate()
 
 
 def test_keeping_the_best_needs_held_out_windows_and_periodic_validation():

@@ -68,6 +68,11 @@ def train(
                               help="Decay of the moving average of the weights that is saved and sampled "
                                    "(default 0.99: about the last 100 steps; 0: the last weights). Set on the "
                                    "first run, kept on --resume."),
+    val_fraction: float = typer.Option(None, "--val-fraction", min=0.0, max=0.5,
+                                       help="Share of each training trace's end held out for validation "
+                                            "windows, never trained on (default 0.1; 0: train on every event "
+                                            "and validate on training windows). Set on the first run, kept "
+                                            "on --resume."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the checkpoint in --out."),
     val_every: int = typer.Option(100, "--val-every", help="Validation loss every N steps (0: only at the end)."),
     checkpoint_every: int = typer.Option(100, "--checkpoint-every", help="Checkpoint every N steps."),
@@ -98,7 +103,8 @@ def train(
                             val_every=val_every or steps, checkpoint_every=checkpoint_every,
                             keep_best=keep_best, patience=patience,
                             **({} if start_rate is None else {"start_rate": start_rate}),
-                            **({} if ema is None else {"ema": ema}))
+                            **({} if ema is None else {"ema": ema}),
+                            **({} if val_fraction is None else {"val_fraction": val_fraction}))
     rank0 = int(os.environ.get("RANK", 0)) == 0
     start = time.perf_counter()
     with progress() as prog:

@@ -232,6 +232,7 @@ def _tracesynth(config: ExperimentConfig, cell: Cell, steps: int):
                       **({} if ts.self_condition is None else {"self_condition": ts.self_condition}),
                       **({} if ts.keep_best is None else {"keep_best": ts.keep_best}),
                       **({} if ts.ema is None else {"ema": ts.ema}),
+                      **({} if ts.val_fraction is None else {"val_fraction": ts.val_fraction}),
                       **_sampling_settings(ts))
 
 

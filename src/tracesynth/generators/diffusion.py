@@ -17,7 +17,8 @@ from pathlib import Path
 from tracesynth.encoding.ngrams import K as NGRAM_K
 from tracesynth.errors import ConfigError, TraceFormatError
 from tracesynth.generators.base import Generator
-from tracesynth.model.config import EMA, START_RATE, ModelConfig, TrainConfig, phase_config, size_config
+from tracesynth.model.config import (EMA, START_RATE, VAL_FRACTION, ModelConfig, TrainConfig, phase_config,
+                                     size_config)
 from tracesynth.schema import Trace
 
 CONSTRAINT_MODES = ("none", "repair", "guided")
@@ -130,7 +131,7 @@ class TraceSynth(Generator):
                  ngram_weight: float = NGRAM_WEIGHT, ngram_rounds: int = NGRAM_ROUNDS,
                  precision: str = SAMPLE_PRECISION, train_precision: str = TRAIN_PRECISION,
                  ngram_order: int = NGRAM_ORDER, self_condition: bool | None = None, keep_best: bool = False,
-                 ema: float = EMA):
+                 ema: float = EMA, val_fraction: float = VAL_FRACTION):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -166,13 +167,15 @@ class TraceSynth(Generator):
         # from the weights whose validation loss was lowest, not the last (long runs overfit).
         self.keep_best = keep_best
         self.ema = ema  # training: decay of the weights' moving average that is sampled (0: the last weights)
+        self.val_fraction = val_fraction  # training: share of each trace's end held out (0: train on all)
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
                 "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state",
                 "corrector_steps", "start_temperature", "start_rate", "phase_events", "spread",
                 "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds", "ngram_weight",
-                "ngram_rounds", "precision", "train_precision", "ngram_order", "self_condition", "keep_best", "ema")
+                "ngram_rounds", "precision", "train_precision", "ngram_order", "self_condition", "keep_best", "ema",
+                "val_fraction")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -184,7 +187,7 @@ class TraceSynth(Generator):
                             val_every=self._val_every() if self.keep_best else 0, checkpoint_every=0,
                             keep_best=self.keep_best,
                             start_rate=self.start_rate, precision=self.train_precision,
-                            ngram_order=self.ngram_order, ema=self.ema)
+                            ngram_order=self.ngram_order, ema=self.ema, val_fraction=self.val_fraction)
         return model, train
 
     def _val_every(self) -> int:
@@ -297,6 +300,7 @@ class TraceSynth(Generator):
         params["device"] = device
         if train_cfg is not None:  # what trained it (a model saved before `ema` existed: 0)
             params.setdefault("ema", train_cfg.ema)
+            params.setdefault("val_fraction", train_cfg.val_fraction)
         try:
             gen = cls(**params)
         except (TypeError, ConfigError) as exc:  # a hand-edited or foreign state.json

@@ -109,6 +109,10 @@ START_RATE = 0.6
 # (0.02-0.03 on sqlite, stream, scimark; level on tar, pybench; docs/model.md, "Weight averaging").
 EMA = 0.99
 
+#: Share of each training trace's end held out for validation windows (`train --val-fraction`).
+#: The network never trains on it: 0 trains on every event and validates on training windows.
+VAL_FRACTION = 0.1
+
 
 @dataclass
 class TrainConfig:
@@ -123,7 +127,7 @@ class TrainConfig:
     prefix_rate: float = 0.25     # share of windows whose first `prefix_length` events stay clean
     prefix_length: float = 0.25   # (the continuation task the window-by-window sampler poses)
     start_rate: float = START_RATE  # share of windows taken at the very start of a trace (start flag on)
-    val_fraction: float = 0.1     # tail of each trace held out for validation windows
+    val_fraction: float = VAL_FRACTION  # tail of each trace held out for validation windows (0: none)
     val_every: int = 100
     val_windows: int = 8
     checkpoint_every: int = 100
@@ -146,6 +150,8 @@ class TrainConfig:
             raise ConfigError(f"device must be auto, cpu or cuda, not {self.device!r}")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
+        if not 0.0 <= self.val_fraction <= 0.5:
+            raise ConfigError(f"validation fraction must be in [0, 0.5], not {self.val_fraction}")
         if not 0.0 <= self.ema < 1.0:
             raise ConfigError(f"EMA decay must be in [0, 1), not {self.ema}")
         if self.patience < 0:

@@ -46,6 +46,7 @@ class ModelSummary:
     serial_syscalls: dict[str, int] = field(default_factory=dict)  # per workload: how many
     optimizer_state: bool = False     # training can resume
     ema: float = 0.0                  # decay of the weights' moving average these weights are (0: the last weights)
+    val_fraction: float = 0.1         # share of each training trace's end held out for validation
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -83,6 +84,7 @@ def summarize_model(directory: str | Path) -> ModelSummary:
         serial_syscalls={w: len(v) for w, v in (encoder.get("serial_syscalls") or {}).items()},
         optimizer_state=all((directory / name).exists() for name in resume_files(train)),
         ema=float(train.get("ema") or 0.0),
+        val_fraction=float(train.get("val_fraction", 0.1)),
     )
 
 
@@ -122,7 +124,8 @@ def _losses(s: ModelSummary) -> str:
     if s.train_loss is not None:
         parts.append(f"training {s.train_loss:.3f} (last 100 steps)")
     if s.val_loss is not None:
-        held = "" if s.val_heldout else ", on training data: no held-out tail"
+        held = (f" on the held-out last {s.val_fraction:.0%} of each trace" if s.val_heldout
+                else ", on training data: no held-out tail")
         parts.append(f"validation {s.val_loss[1]:.3f} at step {s.val_loss[0]:,}{held}")
     if s.best is not None and s.val_loss is not None and s.best[0] != s.val_loss[0]:
         parts.append(f"best {s.best[1]:.3f} at step {s.best[0]:,}")
