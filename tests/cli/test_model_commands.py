@@ -253,6 +253,25 @@ def test_light_model_of_a_multi_threaded_workload_reports_its_serial_syscalls(tm
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith("copy guard: ")
 
 
+def test_train_validates_on_a_separate_run_and_info_names_it(trained, tmp_path, capsys):
+    data, _ = trained
+    other = tmp_path / "later.parquet"
+    shared_trace("bug446190").slice(3000, 1500).with_meta(workload="bug").save(other)
+    model = tmp_path / "m"
+    assert main(["train", str(data), "-o", str(model), "--steps", "4", "--val-every", "2", "--keep-best",
+                 "--val-data", str(other), *TINY]) == 0
+    log = " ".join(capsys.readouterr().err.split())
+    assert "validation " in log and "nats/event on 1 separate trace" in log, log
+    assert json.loads((model / "config.json").read_text())["train"]["val_fraction"] == 0.0  # trains on all of data
+    assert main(["info", str(model)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "on 1 separate validation trace" in out and "validation traces │ bug 1,500 events" in out, out
+    assert main(["train", str(data), "-o", str(model), "--steps", "6", "--resume", *TINY]) == 2
+    assert "validated on other traces than these (validated on 1 traces, here 0)" in capsys.readouterr().err
+    assert main(["train", str(data), "-o", str(tmp_path / "m2"), "--val-data", str(data), *TINY]) == 2
+    assert "is also training trace 1" in capsys.readouterr().err and not (tmp_path / "m2").exists()
+
+
 def test_info_describes_a_model_directory(trained, tmp_path, capsys):
     data, model = trained
     capsys.readouterr()

@@ -82,6 +82,18 @@ def test_a_model_of_other_training_traces_is_refused_before_anything_runs(elsewh
     assert not (tmp_path / "out").exists()  # refused before the results directory was made
 
 
+def test_a_model_validated_on_the_held_out_run_is_refused(elsewhere, tmp_path):
+    _config_file, config, split, root = elsewhere
+    whole_run = ds.load("stream", 3).slice(0, 2000).with_meta(workload="stream")  # the split cuts it at 1000
+    torch.set_num_threads(1)
+    train(split.train, tmp_path / "chosen" / "stream", channels="light", val_traces=[whole_run],
+          model_config=ModelConfig(context=64, **SIZES["tiny"]),
+          train_config=TrainConfig(steps=3, batch_size=4, device="cpu", val_every=3, checkpoint_every=3))
+    with pytest.raises(ConfigError, match=r"validated on the experiment's held-out run \(stream, run 3\)"):
+        run_experiment(config, tmp_path / "out", models_from=tmp_path / "chosen")
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_grid_model_without_a_match_is_named_with_what_was_offered(elsewhere, tmp_path):
     _config_file, config, _split, root = elsewhere
     with pytest.raises(ConfigError, match=r"stream, light, context 64, seed 0: no model in .*other-seed\. "

@@ -282,6 +282,34 @@ def test_the_held_out_tail_is_never_trained_on_and_val_fraction_0_trains_on_ever
         TrainConfig(val_fraction=0.7).validate()
 
 
+def test_separate_validation_traces_are_validated_on_recorded_and_required_on_resume(tmp_path):
+    mc, tc = _cfgs(8, keep_best=True, val_fraction=0.0)  # no tail held out: the other run validates
+    trace, other = drifting_trace(), periodic_trace()
+    model, encoder, state = train([trace], tmp_path / "m", channels="light", model_config=mc, train_config=tc,
+                                  val_traces=[other])
+    assert state.val_heldout and [s for s, _ in state.val_loss] == [4, 8] and state.best_step in (4, 8)
+    saved = json.loads((tmp_path / "m" / "state.json").read_text())
+    assert [f["events"] for f in saved["data"]] == [960] and saved["val_data"][0]["ts_sha256"] != saved["data"][0]["ts_sha256"]
+    # validation windows lie evenly through the separate run, training windows anywhere in the training one
+    source = WindowSource(encoder, [trace], 32, 0.0, seed=0, val_traces=[other])
+    codes, _, offsets = source.validation(4)
+    assert offsets.tolist() == [int((k + 0.5) / 4 * (960 - 32)) for k in range(4)]
+    expected = encoder.window(encoder.encode(other), int(offsets[1]), 32)[0]
+    assert np.array_equal(codes["event"][1].numpy(), expected["event"])
+    # resume needs the same validation runs
+    with pytest.raises(ConfigError, match=r"validated on other traces than these \(validated on 1 traces, here 0\)"):
+        train([trace], tmp_path / "m", model_config=mc, train_config=dataclasses.replace(tc, steps=12), resume=True)
+    again = train([trace], tmp_path / "m", model_config=mc, train_config=dataclasses.replace(tc, steps=12),
+                  resume=True, val_traces=[other])[2]
+    assert [s for s, _ in again.val_loss] == [4, 8, 12]
+    # a training run as its own validation, or a workload the model does not know: refused
+    with pytest.raises(ConfigError, match="validation trace 1 .* is also training trace 1"):
+        train([trace], None, channels="light", model_config=mc, train_config=tc, val_traces=[trace])
+    with pytest.raises(ConfigError, match="validation trace of workload 'other': the training traces' workloads are toy"):
+        train([trace], None, channels="light", model_config=mc, train_config=tc,
+              val_traces=[periodic_trace(workload="other")])
+
+
 def test_keeping_the_best_needs_held_out_windows_and_periodic_validation():
     mc, tc = _overfitting(keep_best=True)
     with pytest.raises(ConfigError, match="held-out validation windows: no training trace has a 10% tail of 32"):

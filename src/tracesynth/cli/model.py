@@ -73,6 +73,11 @@ def train(
                                             "windows, never trained on (default 0.1; 0: train on every event "
                                             "and validate on training windows). Set on the first run, kept "
                                             "on --resume."),
+    val_data: list[str] = typer.Option(None, "--val-data", metavar="TRACE",
+                                       help="Validate on these whole runs instead of the training traces' "
+                                            "tails (trace files or bundled workloads, e.g. sqlite:3; repeat for "
+                                            "several; never trained on); --val-fraction then defaults to 0. "
+                                            "Give the same on --resume."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the checkpoint in --out."),
     val_every: int = typer.Option(100, "--val-every", help="Validation loss every N steps (0: only at the end)."),
     checkpoint_every: int = typer.Option(100, "--checkpoint-every", help="Checkpoint every N steps."),
@@ -98,6 +103,9 @@ def train(
     if patience and not val_every:
         raise ConfigError("--patience counts validations: it needs --val-every N (0 validates only at the end)")
     traces = load_training_data(data)
+    val_traces = load_training_data(val_data) if val_data else []
+    if val_traces and val_fraction is None and not resume:
+        val_fraction = 0.0  # a separate run validates: train on every event of the training runs
     train_cfg = TrainConfig(steps=steps, batch_size=batch_size, lr=lr, seed=seed, device=device, precision=precision,
                             ngram_order=ngram_order,
                             val_every=val_every or steps, checkpoint_every=checkpoint_every,
@@ -120,10 +128,11 @@ def train(
 
         model, encoder, state = run_training(
             traces, out, channels=channels, model_config=model_cfg, train_config=train_cfg, resume=resume,
-            callbacks=TrainCallbacks(on_step=on_step, on_validation=on_validation))
+            callbacks=TrainCallbacks(on_step=on_step, on_validation=on_validation), val_traces=val_traces)
     if rank0:
         val = f", validation {state.val_loss[-1][1]:.3f} nats/event" if state.val_loss else ""
-        held = "" if state.val_heldout else " (no held-out tail long enough: validated on training data)"
+        held = (f" on {len(val_traces)} separate trace{'s' if len(val_traces) > 1 else ''}" if val_traces else ""
+                if state.val_heldout else " (no held-out tail long enough: validated on training data)")
         seconds = time.perf_counter() - start
         emulated = state.precision == "bf16" and resolve_device(device).type == "cpu" and not cpu_has_native_bf16()
         used = f"{state.precision}, emulated on this CPU: slower than fp32" if emulated else state.precision

@@ -76,6 +76,16 @@ def _fits(candidate: Candidate, cell: Cell) -> bool:
 Plan = list[tuple[str, "Candidate | None", "Path | None", "str | None"]]
 
 
+def _validated_on(val_data: list[dict], test_traces) -> str | None:
+    """Which held-out trace a model validated on (`train --val-data`), None if none: a held-out
+    run is the same run when it begins at the same timestamp (the split may cut it short)."""
+    starts = {(f["workload"], f["first_ts"]) for f in val_data}
+    for trace in test_traces:
+        if len(trace) and (trace.meta.workload or "default", int(trace.column("ts")[0].as_py())) in starts:
+            return f"{trace.meta.workload}, run {trace.meta.run}"
+    return None
+
+
 def plan_imports(cells: list[Cell], out_dir: Path, source: Path, split_of: Callable[[str], object],
                  models_dir: str = "models", best: bool = False) -> Plan:
     """Which model of `source` each TraceSynth model of `cells` takes. `split_of(workload)` gives
@@ -111,6 +121,10 @@ def plan_imports(cells: list[Cell], out_dir: Path, source: Path, split_of: Calla
         if why:
             problems.append(f"{candidate.path}: trained on other traces than the experiment's training split "
                             f"({why})")
+            continue
+        if leak := _validated_on(candidate.info["state"].get("val_data") or [], split_of(cell.workload).test):
+            problems.append(f"{candidate.path}: validated on the experiment's held-out run ({leak}): its weights "
+                            "were chosen on the traces it would be scored on")
             continue
         weights = candidate.path
         if best and is_model_dir(candidate.path / BEST):

@@ -33,15 +33,16 @@ def fingerprints(traces: Sequence[Trace]) -> list[dict]:
     return [fingerprint(t) for t in traces]
 
 
-def data_mismatch(recorded: list[dict], traces: Sequence[Trace]) -> str | None:
-    """Why `traces` are not the traces `recorded` describes (None: they are, in that order)."""
+def data_mismatch(recorded: list[dict], traces: Sequence[Trace], what: str = "training") -> str | None:
+    """Why `traces` are not the `what` (training or validation) traces `recorded` describes
+    (None: they are, in that order)."""
     given = fingerprints(traces)
     if len(recorded) != len(given):
-        return f"trained on {len(recorded)} traces, here {len(given)}"
+        return f"{'validated' if what == 'validation' else 'trained'} on {len(recorded)} traces, here {len(given)}"
     for i, (was, now) in enumerate(zip(recorded, given)):
         for key in ("workload", "events", "first_ts", "last_ts", "ts_sha256"):
             if was.get(key) != now[key]:
-                return (f"training trace {i + 1} differs in {key.replace('_', ' ')}: "
+                return (f"{what} trace {i + 1} differs in {key.replace('_', ' ')}: "
                         f"{was.get(key)} there, {now[key]} here")
     return None
 

@@ -42,6 +42,7 @@ class ModelSummary:
     stopped_early: bool
     val_heldout: bool
     training_traces: list[dict] = field(default_factory=list)  # model.provenance fingerprints
+    validation_traces: list[dict] = field(default_factory=list)  # separate runs validated on (train --val-data)
     tables: list[str] = field(default_factory=list)
     serial_syscalls: dict[str, int] = field(default_factory=dict)  # per workload: how many
     optimizer_state: bool = False     # training can resume
@@ -80,6 +81,7 @@ def summarize_model(directory: str | Path) -> ModelSummary:
         best_dir=str(directory / BEST) if is_model_dir(directory / BEST) else None,
         stopped_early=bool(state.get("stopped_early", False)), val_heldout=bool(state.get("val_heldout", True)),
         training_traces=list(state.get("data") or []),
+        validation_traces=list(state.get("val_data") or []),
         tables=[label for name, label in TABLES.items() if (directory / name).exists()],
         serial_syscalls={w: len(v) for w, v in (encoder.get("serial_syscalls") or {}).items()},
         optimizer_state=all((directory / name).exists() for name in resume_files(train)),
@@ -112,6 +114,9 @@ def summary_rows(s: ModelSummary) -> list[tuple[str, str]]:
             f"{t['workload']} {t['events']:,} events, {_span(t)}" for t in s.training_traces)))
     else:
         rows.append(("training traces", "not recorded (saved before 2026-12-04)"))
+    if s.validation_traces:
+        rows.append(("validation traces", "; ".join(
+            f"{t['workload']} {t['events']:,} events, {_span(t)}" for t in s.validation_traces)))
     rows.append(("sampler tables", ", ".join(s.tables) or "none"))
     if any(s.serial_syscalls.values()):
         rows.append(("serial syscalls", ", ".join(f"{w} {n}" for w, n in s.serial_syscalls.items())))
@@ -124,7 +129,8 @@ def _losses(s: ModelSummary) -> str:
     if s.train_loss is not None:
         parts.append(f"training {s.train_loss:.3f} (last 100 steps)")
     if s.val_loss is not None:
-        held = (f" on the held-out last {s.val_fraction:.0%} of each trace" if s.val_heldout
+        held = (f" on {len(s.validation_traces)} separate validation trace{'s' if len(s.validation_traces) > 1 else ''}"
+                if s.validation_traces else f" on the held-out last {s.val_fraction:.0%} of each trace" if s.val_heldout
                 else ", on training data: no held-out tail")
         parts.append(f"validation {s.val_loss[1]:.3f} at step {s.val_loss[0]:,}{held}")
     if s.best is not None and s.val_loss is not None and s.best[0] != s.val_loss[0]:

@@ -71,6 +71,7 @@ class TrainState:
     stopped_early: bool = False           # `patience` validations passed without a new best
     device: str = ""                      # where it trained: "cpu", or "cuda: <device name>"
     data: list = field(default_factory=list)  # a fingerprint of each training trace (model.provenance)
+    val_data: list = field(default_factory=list)  # and of each separate validation trace (`val_traces`)
 
 
 # A validation loss must beat the best by more than this (nats per event) to count as better:
@@ -94,10 +95,15 @@ def resolve_device(name: str) -> torch.device:
 
 
 class WindowSource:
-    """Random training windows and fixed held-out validation windows from encoded traces."""
+    """Random training windows and fixed held-out validation windows from encoded traces.
+
+    Validation windows come from the last `val_fraction` of each training trace, or, given
+    `val_traces` (whole runs the network never trains on), evenly through those: the tails of
+    the training runs are an optimistic stand-in for a new run where runs differ
+    (docs/model.md, "What the training and validation losses measure")."""
 
     def __init__(self, encoder: TraceEncoder, traces: Sequence[Trace], context: int, val_fraction: float, seed: int,
-                 start_rate: float = 0.0):
+                 start_rate: float = 0.0, val_traces: Sequence[Trace] = ()):
         self.encoder = encoder
         self.start_rate = start_rate
         self.context = context
@@ -114,6 +120,19 @@ class WindowSource:
         if self.weights.sum() <= 0:
             raise ConfigError(f"no training trace holds a full window of {context} events")
         self.weights /= self.weights.sum()
+        self.val_encoded, self.val_labels = [], []
+        for trace in val_traces:
+            workload = trace.meta.workload or "default"
+            if workload not in encoder.workloads:
+                raise ConfigError(f"validation trace of workload {workload!r}: the training traces' workloads are "
+                                  f"{', '.join(encoder.workloads)}")
+            if len(trace) < context:
+                raise ConfigError(f"validation trace of {workload} has {len(trace):,} events, fewer than a "
+                                  f"window of {context:,}")
+            self.val_encoded.append(encoder.encode(trace))
+            self.val_labels.append(encoder.workloads.index(workload))
+        if self.val_encoded:
+            self.val_heldout = True
 
     def _collate(self, picks: list[tuple[int, int]]) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         windows = [self.encoder.window(self.encoded[i], s, self.context)[0] for i, s in picks]
@@ -142,7 +161,10 @@ class WindowSource:
         return codes, labels, torch.tensor(starts, dtype=torch.long)
 
     def validation(self, n_windows: int):
-        """Evenly spaced windows over the held-out tails (or the training data, if none held)."""
+        """Evenly spaced windows over the validation traces, else the held-out tails (or the
+        training data, if none held)."""
+        if self.val_encoded:
+            return self._validation_traces(n_windows)
         picks = []
         usable = [i for i in range(len(self.encoded)) if self.val_end[i] - self.val_start[i] >= self.context]
         for k in range(n_windows):
@@ -151,6 +173,18 @@ class WindowSource:
             frac = (k // len(usable) + 0.5) / max(1, math.ceil(n_windows / len(usable)))
             picks.append((i, int(self.val_start[i] + frac * span)))
         codes, labels = self._collate(picks)
+        return codes, labels, torch.tensor([start for _, start in picks], dtype=torch.long)
+
+    def _validation_traces(self, n_windows: int):
+        picks = []
+        for k in range(n_windows):
+            i = k % len(self.val_encoded)
+            span = len(self.val_encoded[i]["event"]) - self.context
+            frac = (k // len(self.val_encoded) + 0.5) / max(1, math.ceil(n_windows / len(self.val_encoded)))
+            picks.append((i, int(frac * span)))
+        windows = [self.encoder.window(self.val_encoded[i], s, self.context)[0] for i, s in picks]
+        codes = {ch: torch.as_tensor(np.stack([w[ch] for w in windows])) for ch in windows[0]}
+        labels = torch.tensor([self.val_labels[i] for i, _ in picks])
         return codes, labels, torch.tensor([start for _, start in picks], dtype=torch.long)
 
 
@@ -269,8 +303,11 @@ def train(
     train_config: TrainConfig | None = None,
     resume: bool = False,
     callbacks: TrainCallbacks | None = None,
+    val_traces: Sequence[Trace] = (),
 ) -> tuple[Denoiser, TraceEncoder, TrainState]:
-    """Fit the encoder (unless resuming) and train the denoiser; checkpoint into `out_dir`."""
+    """Fit the encoder (unless resuming) and train the denoiser; checkpoint into `out_dir`.
+    `val_traces`: whole runs to validate on instead of the training traces' held-out tails
+    (never trained on; their workloads must be among the training traces')."""
     cb = callbacks or TrainCallbacks()
     cfg = (train_config or TrainConfig()).validate()
     rank, world, local_rank = _distributed()
@@ -283,6 +320,12 @@ def train(
     if cfg.batch_size % world:
         raise ConfigError(f"batch size {cfg.batch_size} must be a multiple of the {world} processes")
 
+    data_prints, val_prints = fingerprints(traces), fingerprints(val_traces)
+    trained_on = {f["ts_sha256"]: i for i, f in enumerate(data_prints)}
+    for j, f in enumerate(val_prints):
+        if f["ts_sha256"] in trained_on:
+            raise ConfigError(f"validation trace {j + 1} ({f['workload']}, {f['events']:,} events) is also training "
+                              f"trace {trained_on[f['ts_sha256']] + 1}: validate on a run the model does not train on")
     state = TrainState()
     if resume:
         if out_dir is None or not (Path(out_dir) / "state.json").exists():
@@ -297,6 +340,8 @@ def train(
             state.best_step, state.best_val_loss = min(state.val_loss, key=lambda r: r[1])
         if state.data and (why := data_mismatch(state.data, traces)):
             raise ConfigError(f"--resume: {out_dir} was trained on other traces than these ({why})")
+        if (state.val_data or val_traces) and (why := data_mismatch(state.val_data, val_traces, "validation")):
+            raise ConfigError(f"--resume: {out_dir} was validated on other traces than these ({why})")
     else:
         encoder = TraceEncoder(channels, ngram_order=cfg.ngram_order).fit(traces)
         mc = dataclasses.replace(model_config or ModelConfig())
@@ -307,7 +352,7 @@ def train(
         mc.n_workloads = len(encoder.workloads)
         torch.manual_seed(cfg.seed)
         model = Denoiser(mc)
-        state.data = fingerprints(traces)
+        state.data, state.val_data = data_prints, val_prints
     average = averaged(model, cfg.ema)  # a copy: the saved, validated and sampled network
     if average is not None and resume:
         load_training_weights(out_dir, model)  # the optimizer goes on from its own weights
@@ -318,7 +363,7 @@ def train(
     sampled = model if average is None else average.module
     state.device = f"cuda: {torch.cuda.get_device_name(device)}" if device.type == "cuda" else device.type
     source = WindowSource(encoder, traces, model.config.context, cfg.val_fraction, cfg.seed,
-                          cfg.start_rate if model.config.start_flag else 0.0)
+                          cfg.start_rate if model.config.start_flag else 0.0, val_traces)
     state.val_heldout = source.val_heldout
     if (cfg.keep_best or cfg.patience) and not source.val_heldout:
         raise ConfigError(f"keeping the best weights or stopping early needs held-out validation windows: no "
