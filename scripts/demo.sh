@@ -101,6 +101,9 @@ step "10. compare two published experiment runs cell for cell (the same models a
 # under benchmarks/results/ (docs/experiments.md, "Comparing two runs").
 $TS compare benchmarks/results/experiments-light4096-ngram benchmarks/results/experiments-guide-rounds-ngram \
     -m tstr_trtr -m disc_512 -m gen_events_per_s -o "$OUT/compare-guide-rounds.md" --plot "$OUT/compare-guide-rounds.png"
+# One run's grid split in two: the same workloads and seeds at context 256 and 16384.
+$TS compare benchmarks/results/experiments-context-ngram --where-a context=256 --where-b context=16384 \
+    -m tstr_trtr -m disc_2048 -o "$OUT/compare-context.md" >/dev/null
 
 echo
 echo "Reports: $OUT/report-tracesynth/report.html, $OUT/report-markov8/report.html and $OUT/report-self-conditioned/report.html"
