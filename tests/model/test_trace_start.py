@@ -121,6 +121,23 @@ def test_start_windows_are_taken_and_flagged(start_model):
     assert torch.equal(at_start, first == int(encoder.event.encode(np.array([STARTUP[0]], dtype=object))[0]))
 
 
+def test_the_share_of_start_windows_moves_linearly_to_start_rate_end(start_model):
+    _, encoder, _ = start_model
+    source = WindowSource(encoder, [startup_trace()], 32, 0.0, seed=0, start_rate=0.6, start_rate_end=0.2, steps=101)
+    assert [source.start_rate_at(s) for s in (0, 50, 100, 500)] == pytest.approx([0.6, 0.4, 0.2, 0.2])
+
+    def share(steps):
+        return float(np.mean([source.batch_with_offsets(s, 64)[2].eq(0).float().mean() for s in steps]))
+
+    assert 0.5 < share(range(5)) < 0.7 and 0.1 < share(range(96, 101)) < 0.3
+    constant = WindowSource(encoder, [startup_trace()], 32, 0.0, seed=0, start_rate=0.6, steps=101)
+    assert constant.start_rate_at(100) == 0.6
+    same = WindowSource(encoder, [startup_trace()], 32, 0.0, seed=0, start_rate=0.6)
+    assert torch.equal(constant.batch_with_offsets(7, 16)[2], same.batch_with_offsets(7, 16)[2])
+    with pytest.raises(ConfigError, match="final start rate must be in"):
+        TrainConfig(start_rate_end=1.5).validate()
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_generation_begins_with_the_startup_prefix(start_model, seed):
     model, encoder, _ = start_model

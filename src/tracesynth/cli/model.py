@@ -47,6 +47,9 @@ def train(
     start_rate: float = typer.Option(None, "--start-rate",
                                      help="Share of training windows taken at a trace's first event "
                                           "(default: TrainConfig's, 0.6)."),
+    start_rate_end: float = typer.Option(None, "--start-rate-end", min=0.0, max=1.0,
+                                         help="Move the share of start windows linearly to this by the last "
+                                              "step (default: constant). Set on the first run, kept on --resume."),
     phase_events: int = typer.Option(None, "--phase-events", min=0,
                                      help="Events per trace phase: the model learns one vector per block "
                                           "of this many events of a trace (64 blocks, then 'far'); 0: no "
@@ -111,6 +114,7 @@ def train(
                             val_every=val_every or steps, checkpoint_every=checkpoint_every,
                             keep_best=keep_best, patience=patience,
                             **({} if start_rate is None else {"start_rate": start_rate}),
+                            **({} if start_rate_end is None else {"start_rate_end": start_rate_end}),
                             **({} if ema is None else {"ema": ema}),
                             **({} if val_fraction is None else {"val_fraction": val_fraction}))
     rank0 = int(os.environ.get("RANK", 0)) == 0

@@ -65,6 +65,7 @@ class TraceSynthSettings:
     sample_steps: int = 16
     device: str = "auto"
     start_rate: float | None = None  # share of training windows at a trace's first event (None: TrainConfig's)
+    start_rate_end: float | None = None  # that share at the last step, reached linearly (None: constant)
     train_precision: str | None = None  # what the network trains in: auto, fp32, bf16 (None: default, auto)
     ngram_order: int | None = None  # longest context of the n-gram tables, counted at training (None: 8)
     self_condition: bool | None = None  # self-conditioned denoiser (None: ModelConfig's default)
@@ -282,6 +283,8 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
         _fail(source, "tracesynth.sample_steps", f"must be at least 1, got {ts.sample_steps}")
     if ts.start_rate is not None and not 0.0 <= ts.start_rate <= 1.0:
         _fail(source, "tracesynth.start_rate", f"must be in [0, 1], got {ts.start_rate}")
+    if ts.start_rate_end is not None and not 0.0 <= ts.start_rate_end <= 1.0:
+        _fail(source, "tracesynth.start_rate_end", f"must be in [0, 1], got {ts.start_rate_end}")
     if ts.val_fraction is not None and not 0.0 <= ts.val_fraction <= 0.5:
         _fail(source, "tracesynth.val_fraction", f"must be in [0, 0.5], got {ts.val_fraction}")
     if ts.spread is not None and ts.spread < 0:

@@ -227,6 +227,7 @@ def _tracesynth(config: ExperimentConfig, cell: Cell, steps: int):
                       batch_size=max(1, ts.batch_events // cell.context), lr=ts.lr, sample_steps=ts.sample_steps,
                       device=ts.device, constraints="none", random_state=cell.training_seed,
                       **({} if ts.start_rate is None else {"start_rate": ts.start_rate}),
+                      **({} if ts.start_rate_end is None else {"start_rate_end": ts.start_rate_end}),
                       **({} if ts.train_precision is None else {"train_precision": ts.train_precision}),
                       **({} if ts.ngram_order is None else {"ngram_order": ts.ngram_order}),
                       **({} if ts.self_condition is None else {"self_condition": ts.self_condition}),

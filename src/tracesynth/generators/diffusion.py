@@ -131,7 +131,7 @@ class TraceSynth(Generator):
                  ngram_weight: float = NGRAM_WEIGHT, ngram_rounds: int = NGRAM_ROUNDS,
                  precision: str = SAMPLE_PRECISION, train_precision: str = TRAIN_PRECISION,
                  ngram_order: int = NGRAM_ORDER, self_condition: bool | None = None, keep_best: bool = False,
-                 ema: float = EMA, val_fraction: float = VAL_FRACTION):
+                 ema: float = EMA, val_fraction: float = VAL_FRACTION, start_rate_end: float | None = None):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -148,6 +148,7 @@ class TraceSynth(Generator):
         self.corrector_steps = corrector_steps
         self.start_temperature = start_temperature
         self.start_rate = start_rate
+        self.start_rate_end = start_rate_end  # training: the start share at the last step (None: constant)
         self.phase_events = phase_events  # None: ModelConfig's (1024); 0: no phase embedding
         self.spread = spread
         self.tid_temperature = tid_temperature
@@ -172,7 +173,7 @@ class TraceSynth(Generator):
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
                 "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state",
-                "corrector_steps", "start_temperature", "start_rate", "phase_events", "spread",
+                "corrector_steps", "start_temperature", "start_rate", "start_rate_end", "phase_events", "spread",
                 "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds", "ngram_weight",
                 "ngram_rounds", "precision", "train_precision", "ngram_order", "self_condition", "keep_best", "ema",
                 "val_fraction")
@@ -186,7 +187,8 @@ class TraceSynth(Generator):
                             seed=self.random_state, device=self.device,
                             val_every=self._val_every() if self.keep_best else 0, checkpoint_every=0,
                             keep_best=self.keep_best,
-                            start_rate=self.start_rate, precision=self.train_precision,
+                            start_rate=self.start_rate, start_rate_end=self.start_rate_end,
+                            precision=self.train_precision,
                             ngram_order=self.ngram_order, ema=self.ema, val_fraction=self.val_fraction)
         return model, train
 
@@ -301,6 +303,7 @@ class TraceSynth(Generator):
         if train_cfg is not None:  # what trained it (a model saved before `ema` existed: 0)
             params.setdefault("ema", train_cfg.ema)
             params.setdefault("val_fraction", train_cfg.val_fraction)
+            params.setdefault("start_rate_end", train_cfg.start_rate_end)
         try:
             gen = cls(**params)
         except (TypeError, ConfigError) as exc:  # a hand-edited or foreign state.json

@@ -127,6 +127,7 @@ class TrainConfig:
     prefix_rate: float = 0.25     # share of windows whose first `prefix_length` events stay clean
     prefix_length: float = 0.25   # (the continuation task the window-by-window sampler poses)
     start_rate: float = START_RATE  # share of windows taken at the very start of a trace (start flag on)
+    start_rate_end: float | None = None  # the share at the last step, reached linearly (None: constant)
     val_fraction: float = VAL_FRACTION  # tail of each trace held out for validation windows (0: none)
     val_every: int = 100
     val_windows: int = 8
@@ -144,6 +145,8 @@ class TrainConfig:
             raise ConfigError("steps, batch size and learning rate must be positive")
         if not 0.0 <= self.start_rate <= 1.0:
             raise ConfigError(f"start rate must be in [0, 1], not {self.start_rate}")
+        if self.start_rate_end is not None and not 0.0 <= self.start_rate_end <= 1.0:
+            raise ConfigError(f"final start rate must be in [0, 1], not {self.start_rate_end}")
         if self.loss_weighting not in ("elbo", "uniform"):
             raise ConfigError(f"loss weighting must be 'elbo' or 'uniform', not {self.loss_weighting!r}")
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):

@@ -2,7 +2,9 @@
 
 A share `start_rate` of the windows is taken at the very start of a trace and flagged as such
 (the denoiser's start embedding), so the model learns how traces begin; the sampler raises the
-flag for the first window of a generated trace.
+flag for the first window of a generated trace. With `start_rate_end` the share moves linearly
+to that value over the run: the starts are learnt early (a few hundred steps), and what a
+constant share spends on them afterwards could go to the rest of the trace.
 
 Data order and noise depend only on (seed, step), never on hidden RNG state: a run resumed
 from a checkpoint continues exactly as if it had never stopped, and N DistributedDataParallel
@@ -103,9 +105,12 @@ class WindowSource:
     (docs/model.md, "What the training and validation losses measure")."""
 
     def __init__(self, encoder: TraceEncoder, traces: Sequence[Trace], context: int, val_fraction: float, seed: int,
-                 start_rate: float = 0.0, val_traces: Sequence[Trace] = ()):
+                 start_rate: float = 0.0, val_traces: Sequence[Trace] = (), start_rate_end: float | None = None,
+                 steps: int = 1):
         self.encoder = encoder
         self.start_rate = start_rate
+        self.start_rate_end = start_rate if start_rate_end is None else start_rate_end
+        self.steps = steps
         self.context = context
         self.seed = seed
         self.encoded = [encoder.encode(t) for t in traces]
@@ -154,11 +159,20 @@ class WindowSource:
         rng = np.random.default_rng([self.seed, step])
         traces = rng.choice(len(self.encoded), size=size, p=self.weights)
         starts = [int(rng.integers(0, self.train_end[i] - self.context + 1)) for i in traces]
-        if self.start_rate > 0:
-            at_trace_start = np.random.default_rng([self.seed, step, 2]).random(size) < self.start_rate
+        rate = self.start_rate_at(step)
+        if rate > 0:
+            at_trace_start = np.random.default_rng([self.seed, step, 2]).random(size) < rate
             starts = [0 if first else s for first, s in zip(at_trace_start, starts)]
         codes, labels = self._collate(list(zip(traces.tolist(), starts)))
         return codes, labels, torch.tensor(starts, dtype=torch.long)
+
+    def start_rate_at(self, step: int) -> float:
+        """The share of start windows at `step` (0-based): start_rate, moving linearly to
+        start_rate_end at the run's last step."""
+        if self.start_rate_end == self.start_rate:
+            return self.start_rate
+        progress = min(1.0, step / max(1, self.steps - 1))
+        return self.start_rate + (self.start_rate_end - self.start_rate) * progress
 
     def validation(self, n_windows: int):
         """Evenly spaced windows over the validation traces, else the held-out tails (or the
@@ -363,7 +377,8 @@ def train(
     sampled = model if average is None else average.module
     state.device = f"cuda: {torch.cuda.get_device_name(device)}" if device.type == "cuda" else device.type
     source = WindowSource(encoder, traces, model.config.context, cfg.val_fraction, cfg.seed,
-                          cfg.start_rate if model.config.start_flag else 0.0, val_traces)
+                          cfg.start_rate if model.config.start_flag else 0.0, val_traces,
+                          cfg.start_rate_end if model.config.start_flag else None, cfg.steps)
     state.val_heldout = source.val_heldout
     if (cfg.keep_best or cfg.patience) and not source.val_heldout:
         raise ConfigError(f"keeping the best weights or stopping early needs held-out validation windows: no "
