@@ -1,7 +1,7 @@
 """The moving average of the weights against the last weights, from one training run.
 
-A default training keeps both: `model.safetensors` holds the average (decay `--ema`, default
-0.99) and, while the run can resume, `training.safetensors` the weights the optimizer ended
+A training with `--ema` keeps both: `model.safetensors` holds the average (decay `--ema`, here
+0.99 unless told) and, while the run can resume, `training.safetensors` the weights the optimizer ended
 on. So the two are sampled and scored on the same split with nothing else changed: same data,
 same steps, same sampler, same seeds.
 
@@ -30,7 +30,7 @@ from tracesynth.experiments.config import load_config
 from tracesynth.experiments.runner import cell_metrics, load_split
 from tracesynth.generators.diffusion import TraceSynth
 from tracesynth.model.checkpoint import load_training_weights
-from tracesynth.model.config import EMA, TrainConfig
+from tracesynth.model.config import EMA_TYPICAL, TrainConfig
 from tracesynth.model.train import WindowSource, train, validation_loss
 
 CONFIG = Path(__file__).resolve().parent.parent / "experiments" / "guide-rounds-ngram.yaml"
@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--workloads", default="sqlite,scimark")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--steps", type=int, default=TrainConfig.steps)
-    parser.add_argument("--ema", type=float, default=EMA)
+    parser.add_argument("--ema", type=float, default=EMA_TYPICAL)
     parser.add_argument("--models", type=Path, default=Path("/tmp/bench_ema"),
                         help="where the trained model directories go (reused when present)")
     args = parser.parse_args()

@@ -16,7 +16,8 @@ from tracesynth.model.train import train
 
 def test_a_model_is_described_without_loading_it_and_an_old_one_says_what_it_lacks(tmp_path):
     torch.set_num_threads(1)
-    tc = TrainConfig(steps=40, batch_size=4, lr=3e-2, val_every=4, checkpoint_every=4, keep_best=True, patience=2)
+    tc = TrainConfig(steps=40, batch_size=4, lr=3e-2, val_every=4, checkpoint_every=4, keep_best=True, patience=2,
+                     ema=0.99)
     train([drifting_trace()], tmp_path / "m", channels="light", model_config=ModelConfig(context=32, **SIZES["tiny"]),
           train_config=tc)
     s = summarize_model(tmp_path / "m")

@@ -27,8 +27,10 @@ def _one_thread():
 
 
 def _cfgs(steps=8, **train_kw):
+    # Weight averaging on (not the default): the resume and checkpoint tests cover its files too.
     return (ModelConfig(context=32, **SIZES["tiny"]),
-            TrainConfig(steps=steps, batch_size=4, lr=3e-3, val_every=4, checkpoint_every=4, **train_kw))
+            TrainConfig(steps=steps, batch_size=4, lr=3e-3, val_every=4, checkpoint_every=4,
+                        **({"ema": 0.99} | train_kw)))
 
 
 def _weights(model):

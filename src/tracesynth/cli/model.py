@@ -68,9 +68,9 @@ def train(
                                          "for the sampler's prior; 32 with `generate --ngram-rounds 256` "
                                          "samples closer to real, several times slower (docs/model.md)."),
     ema: float = typer.Option(None, "--ema", min=0.0, max=0.9999,
-                              help="Decay of the moving average of the weights that is saved and sampled "
-                                   "(default 0.99: about the last 100 steps; 0: the last weights). Set on the "
-                                   "first run, kept on --resume."),
+                              help="Decay of a moving average of the weights to save and sample instead of "
+                                   "the last weights (default 0: the last; 0.99 averages about the last 100 "
+                                   "steps). Set on the first run, kept on --resume."),
     val_fraction: float = typer.Option(None, "--val-fraction", min=0.0, max=0.5,
                                        help="Share of each training trace's end held out for validation "
                                             "windows, never trained on (default 0.1; 0: train on every event "

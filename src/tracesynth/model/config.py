@@ -103,11 +103,15 @@ def phase_config(phase_events: int | None) -> dict:
 START_RATE = 0.6
 
 # Decay of the exponential moving average of the weights that training saves and the sampler
-# uses (model.train, "EMA"): 0.99 averages about the last 100 steps. On the default 1000-step
-# runs of five workloads it validated lower on four (scimark -0.05 nats/event, pybench +0.015)
-# and its guided traces' 512-event windows were told from real ones 0.012 less often on average
-# (0.02-0.03 on sqlite, stream, scimark; level on tar, pybench; docs/model.md, "Weight averaging").
-EMA = 0.99
+# uses (model.train, "EMA"; 0: the last step's weights). 0.99 averages about the last 100 steps
+# and was the default on 2026-12-04 after a five-workload probe (three traces each) found its
+# traces' 512-event windows told from real 0.012 less often; the headline rerun with it (eight
+# workloads, six traces each, paired with the last weights of the same trainings) found no such
+# gain: disc@512 +0.008 ± 0.020 on average, build clearly worse (+0.06), sqlite better (-0.016)
+# (docs/model.md, "Weight averaging"). So the default is the last weights again; 0.99 an option.
+EMA = 0.0
+#: What `--ema` is usually given: about the last 100 steps averaged.
+EMA_TYPICAL = 0.99
 
 #: Share of each training trace's end held out for validation windows (`train --val-fraction`).
 #: The network never trains on it: 0 trains on every event and validates on training windows.
