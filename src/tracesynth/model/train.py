@@ -139,10 +139,23 @@ class WindowSource:
         if self.val_encoded:
             self.val_heldout = True
 
-    def _collate(self, picks: list[tuple[int, int]]) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-        windows = [self.encoder.window(self.encoded[i], s, self.context)[0] for i, s in picks]
+    def _collate(self, picks: list[tuple[int, int]], encoded: list | None = None,
+                 labels: list | None = None) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        encoded, labels = encoded or self.encoded, labels or self.labels
+        windows = [self.encoder.window(encoded[i], s, self.context)[0] for i, s in picks]
         codes = {ch: torch.as_tensor(np.stack([w[ch] for w in windows])) for ch in windows[0]}
-        return codes, torch.tensor([self.labels[i] for i, _ in picks])
+        return codes, torch.tensor([labels[i] for i, _ in picks])
+
+    @staticmethod
+    def _spread(n_windows: int, spans: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
+        """n_windows (trace, first event) picks, round-robin over `spans` (trace, first start,
+        last start) and evenly spaced within each."""
+        per = max(1, math.ceil(n_windows / len(spans)))
+        picks = []
+        for k in range(n_windows):
+            i, lo, hi = spans[k % len(spans)]
+            picks.append((i, int(lo + (k // len(spans) + 0.5) / per * (hi - lo))))
+        return picks
 
     def batch(self, step: int, size: int):
         codes, labels, _ = self.batch_with_starts(step, size)
@@ -179,26 +192,15 @@ class WindowSource:
         training data, if none held)."""
         if self.val_encoded:
             return self._validation_traces(n_windows)
-        picks = []
         usable = [i for i in range(len(self.encoded)) if self.val_end[i] - self.val_start[i] >= self.context]
-        for k in range(n_windows):
-            i = usable[k % len(usable)]
-            span = self.val_end[i] - self.val_start[i] - self.context
-            frac = (k // len(usable) + 0.5) / max(1, math.ceil(n_windows / len(usable)))
-            picks.append((i, int(self.val_start[i] + frac * span)))
+        picks = self._spread(n_windows, [(i, int(self.val_start[i]), int(self.val_end[i] - self.context))
+                                         for i in usable])
         codes, labels = self._collate(picks)
         return codes, labels, torch.tensor([start for _, start in picks], dtype=torch.long)
 
     def _validation_traces(self, n_windows: int):
-        picks = []
-        for k in range(n_windows):
-            i = k % len(self.val_encoded)
-            span = len(self.val_encoded[i]["event"]) - self.context
-            frac = (k // len(self.val_encoded) + 0.5) / max(1, math.ceil(n_windows / len(self.val_encoded)))
-            picks.append((i, int(frac * span)))
-        windows = [self.encoder.window(self.val_encoded[i], s, self.context)[0] for i, s in picks]
-        codes = {ch: torch.as_tensor(np.stack([w[ch] for w in windows])) for ch in windows[0]}
-        labels = torch.tensor([self.val_labels[i] for i, _ in picks])
+        picks = self._spread(n_windows, [(i, 0, len(e["event"]) - self.context) for i, e in enumerate(self.val_encoded)])
+        codes, labels = self._collate(picks, self.val_encoded, self.val_labels)
         return codes, labels, torch.tensor([start for _, start in picks], dtype=torch.long)
 
 
