@@ -20,32 +20,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from tracesynth import datasets
 from tracesynth.experiments.config import load_config
 from tracesynth.experiments.runner import load_split
 from tracesynth.model.checkpoint import load_model
-from tracesynth.model.noise import MaskingSchedule
-from tracesynth.model.train import WindowSource, _loss_from_hidden, train
+from tracesynth.model.train import WindowSource, train, window_loss
 
 CONFIG = Path(__file__).resolve().parent.parent / "experiments" / "guide-rounds-ngram.yaml"
 KINDS = ("start", "mid-run", "tail")
-
-
-def loss(model, source: WindowSource, picks: list[tuple[int, int]], draws: int = 4) -> float:
-    """The validation measure on these (trace, first event) windows, averaged over noise draws."""
-    codes, labels = source._collate(picks)
-    offsets = torch.tensor([start for _, start in picks])
-    t = ((torch.arange(len(picks)) + 0.5) / len(picks)).clamp(min=1e-3)
-    values = []
-    for draw in range(draws):
-        noisy, masked = MaskingSchedule().mask(codes, t, model.mask_ids, torch.Generator().manual_seed(7919 + draw))
-        with torch.no_grad():
-            hidden = model.hidden(noisy, t, labels, offset=offsets)
-            values.append(float(_loss_from_hidden(model, hidden, codes, t, masked, "elbo").mean()))
-    return float(np.mean(values))
 
 
 def windows(source: WindowSource, n: int) -> dict[str, list[tuple[int, int]]]:
@@ -92,7 +76,7 @@ def main() -> None:
         for traces in (split.train, held_out):
             source = WindowSource(encoder, traces, model.config.context, cfg.val_fraction, cfg.seed)
             picks = windows(source, args.windows)
-            figures += [loss(model, source, picks[kind]) for kind in KINDS]
+            figures += [window_loss(model, *source.windows_at(picks[kind]), seed=0, draws=4) for kind in KINDS]
         print(f"{workload:9}  {figures[0]:20.3f}  {figures[1]:8.3f}  {figures[2]:6.3f}  "
               f"{figures[3]:19.3f}  {figures[4]:8.3f}  {figures[5]:6.3f}", flush=True)
 

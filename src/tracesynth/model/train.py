@@ -146,6 +146,16 @@ class WindowSource:
         codes = {ch: torch.as_tensor(np.stack([w[ch] for w in windows])) for ch in windows[0]}
         return codes, torch.tensor([labels[i] for i, _ in picks])
 
+    def windows_at(self, picks: list[tuple[int, int]], validation: bool = False):
+        """(codes, labels, offsets) of the windows at these (trace, first event) picks: of the
+        training traces, or with `validation` of the separate validation traces. What
+        `validation` and benchmarks/bench_loss_by_window.py measure the loss on."""
+        if validation:
+            codes, labels = self._collate(picks, self.val_encoded, self.val_labels)
+        else:
+            codes, labels = self._collate(picks)
+        return codes, labels, torch.tensor([start for _, start in picks], dtype=torch.long)
+
     @staticmethod
     def _spread(n_windows: int, spans: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
         """n_windows (trace, first event) picks, round-robin over `spans` (trace, first start,
@@ -193,15 +203,12 @@ class WindowSource:
         if self.val_encoded:
             return self._validation_traces(n_windows)
         usable = [i for i in range(len(self.encoded)) if self.val_end[i] - self.val_start[i] >= self.context]
-        picks = self._spread(n_windows, [(i, int(self.val_start[i]), int(self.val_end[i] - self.context))
-                                         for i in usable])
-        codes, labels = self._collate(picks)
-        return codes, labels, torch.tensor([start for _, start in picks], dtype=torch.long)
+        return self.windows_at(self._spread(n_windows, [(i, int(self.val_start[i]), int(self.val_end[i] - self.context))
+                                                        for i in usable]))
 
     def _validation_traces(self, n_windows: int):
-        picks = self._spread(n_windows, [(i, 0, len(e["event"]) - self.context) for i, e in enumerate(self.val_encoded)])
-        codes, labels = self._collate(picks, self.val_encoded, self.val_labels)
-        return codes, labels, torch.tensor([start for _, start in picks], dtype=torch.long)
+        spans = [(i, 0, len(e["event"]) - self.context) for i, e in enumerate(self.val_encoded)]
+        return self.windows_at(self._spread(n_windows, spans), validation=True)
 
 
 class _HiddenOnly(torch.nn.Module):
@@ -511,16 +518,24 @@ def _loss_from_hidden(model: Denoiser, hidden, codes, t, masked, weighting) -> t
     return total / count.clamp(min=1) * len(model.channels)
 
 
-@torch.inference_mode()
 def validation_loss(model: Denoiser, source: WindowSource, cfg: TrainConfig, device) -> float:
     """Negative ELBO (nats per event) on fixed held-out windows at fixed noise levels."""
-    model.eval()
     codes, labels, offsets = source.validation(cfg.val_windows)
-    gen = torch.Generator().manual_seed(cfg.seed + 7919)
+    return window_loss(model, codes, labels, offsets, cfg.seed, device)
+
+
+@torch.inference_mode()
+def window_loss(model: Denoiser, codes, labels, offsets, seed: int, device="cpu", draws: int = 1) -> float:
+    """Negative ELBO (nats per event) on these windows: window k of B masked at noise level
+    (k + 0.5) / B, so a fixed set of windows always sees the same levels; the mask is drawn
+    from `seed` (draw d from seed + 7919 + d) and the figure averaged over `draws` masks."""
+    model.eval()
+    device = torch.device(device)
     t = ((torch.arange(len(labels)) + 0.5) / len(labels)).clamp(min=1e-3)
-    noisy, masked = MaskingSchedule().mask(codes, t, model.mask_ids, gen)
     move = lambda d: {k: v.to(device) for k, v in d.items()}  # noqa: E731
-    hidden = model.hidden(move(noisy), t.to(device), labels.to(device), offset=offsets.to(device))
-    loss = _loss_from_hidden(model, hidden,
-                             move(codes), t.to(device), move(masked), "elbo")
-    return float(loss.mean())
+    values = []
+    for draw in range(draws):
+        noisy, masked = MaskingSchedule().mask(codes, t, model.mask_ids, torch.Generator().manual_seed(seed + 7919 + draw))
+        hidden = model.hidden(move(noisy), t.to(device), labels.to(device), offset=offsets.to(device))
+        values.append(float(_loss_from_hidden(model, hidden, move(codes), t.to(device), move(masked), "elbo").mean()))
+    return float(np.mean(values))
