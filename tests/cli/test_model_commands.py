@@ -102,6 +102,27 @@ def test_generate_support_rounds_zero_is_the_sampler_without_the_corrector(train
     assert novel["8"] <= novel["0"]
 
 
+def test_generate_prefix_fraction_sets_how_many_windows_a_trace_takes(trained, tmp_path, monkeypatch):
+    """--prefix-fraction reaches the window-by-window sampler: 160 events of a 64-event model
+    take fewer windows with no overlap (64 new events each) than with half of each repeated."""
+    from tracesynth.sampling import pipeline
+
+    _, model = trained
+    windows, real = {}, pipeline.sample_window
+
+    def counting(*args, **kwargs):
+        windows[current] = windows.get(current, 0) + 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "sample_window", counting)
+    for current in ("0", "0.5"):
+        out = tmp_path / f"p{current}.parquet"
+        assert main(["generate", str(model), "-n", "160", "--steps", "2", "--constraints", "none",
+                     "--prefix-fraction", current, "-o", str(out)]) == 0
+        assert len(tracesynth.load(out)) == 160
+    assert windows["0"] < windows["0.5"], windows
+
+
 def test_generate_reports_unseen_8grams_and_copied_spans(trained, tmp_path, capsys):
     from tracesynth.model.checkpoint import load_model
 
@@ -207,6 +228,8 @@ def test_bad_requests_fail_with_one_line_errors(trained, tmp_path, capsys):
     assert "--ngram-weight must be >= 0" in capsys.readouterr().err
     assert main(["generate", str(model), "-n", "10", "--ngram-rounds", "0", "-o", str(tmp_path / "x.parquet")]) == 2
     assert "--ngram-rounds must be >= 1" in capsys.readouterr().err
+    assert main(["generate", str(model), "-n", "10", "--prefix-fraction", "1", "-o", str(tmp_path / "x.parquet")]) == 2
+    assert "--prefix-fraction must be in [0, 1), got 1.0" in capsys.readouterr().err
     assert main(["generate", str(model), "-n", "10", "--self-condition", "-o", str(tmp_path / "x.parquet")]) == 2
     assert "trained without self-conditioning" in capsys.readouterr().err
     assert main(["train", "no-such-thing", "-o", str(tmp_path / "m")]) == 2

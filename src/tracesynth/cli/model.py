@@ -215,6 +215,10 @@ def generate(
                                      help="With the n-gram prior: parts each denoising step's reveals are "
                                           "drawn in, the prior recomputed between them (1 = once a step; "
                                           "default: the model's)."),
+    prefix_fraction: float = typer.Option(None, "--prefix-fraction",
+                                          help="Share of each window after the first that repeats the "
+                                               "previous window's last events as known context (in [0, 1); "
+                                               "smaller: fewer windows, faster; default: the model's, 0.25)."),
     precision: str = typer.Option(None, "--precision",
                                   help="What the network samples in: fp32, bf16, or auto (bf16 on CUDA, fp32 "
                                        "on CPU) (default: the model's, fp32)."),
@@ -256,6 +260,10 @@ def generate(
     for _, value, attribute, _, _ in overrides:
         if value is not None:
             setattr(gen, attribute, value)
+    if prefix_fraction is not None:
+        if not 0 <= prefix_fraction < 1:
+            raise ConfigError(f"--prefix-fraction must be in [0, 1), got {prefix_fraction}")
+        gen.prefix_fraction = prefix_fraction
     if serial_guide is not None:
         gen.serial_guide = serial_guide
     if self_condition is not None:

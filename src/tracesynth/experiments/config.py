@@ -82,6 +82,7 @@ class TraceSynthSettings:
     ngram_weight: float | None = None  # power of the n-gram prior at draw time (None: default; 0: off)
     ngram_rounds: int | None = None  # parts each step's reveals are drawn in under the prior (None: default)
     sample_precision: str | None = None  # what the network samples in: auto, fp32, bf16 (None: default, fp32)
+    prefix_fraction: float | None = None  # share of a continuation window given by the previous one (None: 0.25)
 
 
 @dataclass
@@ -293,6 +294,8 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
         _fail(source, "tracesynth.tid_temperature", f"must be positive, got {ts.tid_temperature}")
     if ts.support_rounds is not None and ts.support_rounds < 0:
         _fail(source, "tracesynth.support_rounds", f"must be 0 (off) or positive, got {ts.support_rounds}")
+    if ts.prefix_fraction is not None and not 0 <= ts.prefix_fraction < 1:
+        _fail(source, "tracesynth.prefix_fraction", f"must be in [0, 1), got {ts.prefix_fraction}")
     if ts.guide_rounds is not None and ts.guide_rounds < 0:
         _fail(source, "tracesynth.guide_rounds", f"must be 0 (off) or positive, got {ts.guide_rounds}")
     if ts.ngram_weight is not None and ts.ngram_weight < 0:
