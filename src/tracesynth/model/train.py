@@ -201,14 +201,11 @@ class WindowSource:
         """Evenly spaced windows over the validation traces, else the held-out tails (or the
         training data, if none held)."""
         if self.val_encoded:
-            return self._validation_traces(n_windows)
+            spans = [(i, 0, len(e["event"]) - self.context) for i, e in enumerate(self.val_encoded)]
+            return self.windows_at(self._spread(n_windows, spans), validation=True)
         usable = [i for i in range(len(self.encoded)) if self.val_end[i] - self.val_start[i] >= self.context]
         return self.windows_at(self._spread(n_windows, [(i, int(self.val_start[i]), int(self.val_end[i] - self.context))
                                                         for i in usable]))
-
-    def _validation_traces(self, n_windows: int):
-        spans = [(i, 0, len(e["event"]) - self.context) for i, e in enumerate(self.val_encoded)]
-        return self.windows_at(self._spread(n_windows, spans), validation=True)
 
 
 class _HiddenOnly(torch.nn.Module):
@@ -533,9 +530,10 @@ def window_loss(model: Denoiser, codes, labels, offsets, seed: int, device="cpu"
     device = torch.device(device)
     t = ((torch.arange(len(labels)) + 0.5) / len(labels)).clamp(min=1e-3)
     move = lambda d: {k: v.to(device) for k, v in d.items()}  # noqa: E731
+    codes_on, t_on, labels, offsets = move(codes), t.to(device), labels.to(device), offsets.to(device)
     values = []
     for draw in range(draws):
         noisy, masked = MaskingSchedule().mask(codes, t, model.mask_ids, torch.Generator().manual_seed(seed + 7919 + draw))
-        hidden = model.hidden(move(noisy), t.to(device), labels.to(device), offset=offsets.to(device))
-        values.append(float(_loss_from_hidden(model, hidden, move(codes), t.to(device), move(masked), "elbo").mean()))
+        hidden = model.hidden(move(noisy), t_on, labels, offset=offsets)
+        values.append(float(_loss_from_hidden(model, hidden, codes_on, t_on, move(masked), "elbo").mean()))
     return float(np.mean(values))
