@@ -13,11 +13,6 @@ import typer
 from typer.exceptions import TyperException
 
 from tracesynth.cli.app import app, console_err
-from tracesynth.runtime import tune_cpu_process
-
-# Passive OpenMP threads and a malloc that keeps freed memory (tracesynth.runtime says why and
-# what each is worth). The first only works before torch is imported: nothing above imports it.
-tune_cpu_process()
 
 #: Command modules, in the order their commands appear in --help (pipeline order).
 COMMAND_MODULES = [

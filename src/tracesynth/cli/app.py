@@ -28,10 +28,20 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
+#: Commands whose work is sampling: their OpenMP threads spin before they sleep (tracesynth.runtime).
+SAMPLING_COMMANDS = frozenset({"generate"})
+
+
 @app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+def _root(ctx: typer.Context,
+          version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
     """Learn from real Linux kernel traces and generate realistic synthetic ones."""
+    from tracesynth.runtime import tune_cpu_process
+
+    # How OpenMP threads wait and a malloc that keeps freed memory (tracesynth.runtime says why
+    # and what each is worth). Runs before the command, so before anything imports torch.
+    tune_cpu_process(sampling=ctx.invoked_subcommand in SAMPLING_COMMANDS)
 
 
 #: Seconds between progress lines when stderr is not a terminal (a log file, CI, nohup).

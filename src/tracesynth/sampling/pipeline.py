@@ -13,6 +13,7 @@ bounded by the window.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 
 import numpy as np
 import torch
@@ -22,6 +23,7 @@ from tracesynth.encoding.trace_encoder import TraceEncoder, columns_to_trace
 from tracesynth.errors import ConfigError
 from tracesynth.model.denoiser import Denoiser
 from tracesynth.model.precision import resolve_precision
+from tracesynth.runtime import SamplingThreads
 from tracesynth.sampling.copy_guard import CopyGuard
 from tracesynth.sampling.sampler import sample_window
 from tracesynth.schema import Trace, TraceMeta
@@ -106,52 +108,58 @@ def generate(
             len(prev_codes["event"]) if prev_codes else 0, -1, dtype=np.int64)
         decoder.last_ts = int(prefix.events["ts"][len(prefix) - 1].as_py())
         decoder.first = False
-    while produced < n_events:
-        known = {ch: np.zeros(window, dtype=np.int64) for ch in channels}
-        known_mask = {ch: np.zeros(window, dtype=bool) for ch in channels}
-        slot_tids = np.full(encoder.tid.slots, -1, dtype=np.int64)
-        start = 0
-        if prev_codes is not None and n_prefix:
-            start = min(n_prefix, len(prev_codes["event"]))
-            for ch in channels:
-                known[ch][:start] = prev_codes[ch][-start:]
-                known_mask[ch][:start] = True
+    # Thread count per window: every core while no other process wants one (runtime.SamplingThreads;
+    # the same trace at any count).
+    threads = SamplingThreads() if next(model.parameters()).device.type == "cpu" else nullcontext()
+    with threads:
+        while produced < n_events:
+            if isinstance(threads, SamplingThreads):
+                threads.update()
+            known = {ch: np.zeros(window, dtype=np.int64) for ch in channels}
+            known_mask = {ch: np.zeros(window, dtype=bool) for ch in channels}
+            slot_tids = np.full(encoder.tid.slots, -1, dtype=np.int64)
+            start = 0
+            if prev_codes is not None and n_prefix:
+                start = min(n_prefix, len(prev_codes["event"]))
+                for ch in channels:
+                    known[ch][:start] = prev_codes[ch][-start:]
+                    known_mask[ch][:start] = True
+                if "tid" in channels:
+                    known["tid"][:start], slot_tids = encoder.tid.slot_window(prev_tids[-start:])
+
+            def partial_fn(codes, decided, slot_tids=slot_tids):
+                return encoder.partial(codes, decided, slot_tids)
+
+            # Index in the trace of the window's first event (its known prefix included).
+            offset = produced - start + (len(prefix) if prefix is not None else 0)
+            if guide is not None and callable(getattr(guide, "begin_window", None)):
+                # What the guide can no longer see: the events before this window since the last one.
+                if not parts:
+                    passed = [] if prefix is None else prefix.events.column("event").to_pylist()[:len(prefix) - start]
+                else:
+                    passed = encoder.event.decode(prev_codes["event"][:len(prev_codes["event"]) - start])
+                guide.begin_window(passed, new_trace=not parts)
+            codes = sample_window(model, known, known_mask, label, steps, guidance_scale, generator,
+                                  temperature, guide, partial_fn, banned=banned, order=order,
+                                  time_grid=time_grid, offset=offset, event_names=event_names,
+                                  corrector_steps=corrector_steps, start_temperature=start_temperature,
+                                  spread=spread, channel_temperature=channel_temperature,
+                                  support_cover=support_cover, support_rounds=support_rounds,
+                                  copy_guard=copy_guard, copy_rounds=copy_rounds, guide_rounds=guide_rounds,
+                                  event_prior=event_prior, prior_rounds=ngram_rounds, precision=precision,
+                                  self_condition=self_condition)
+            cols = decoder.decode_window(codes, start, slot_tids.copy())
+            take = min(n_events - produced, window - start)
+            parts.append({k: v[:take] for k, v in cols.items()})
+            produced += take
+            if on_progress:
+                on_progress(take)
+            prev_codes = codes
+            window_tids = np.full(window, -1, dtype=np.int64)
             if "tid" in channels:
-                known["tid"][:start], slot_tids = encoder.tid.slot_window(prev_tids[-start:])
-
-        def partial_fn(codes, decided, slot_tids=slot_tids):
-            return encoder.partial(codes, decided, slot_tids)
-
-        # Index in the trace of the window's first event (its known prefix included).
-        offset = produced - start + (len(prefix) if prefix is not None else 0)
-        if guide is not None and callable(getattr(guide, "begin_window", None)):
-            # What the guide can no longer see: the events before this window since the last one.
-            if not parts:
-                passed = [] if prefix is None else prefix.events.column("event").to_pylist()[:len(prefix) - start]
-            else:
-                passed = encoder.event.decode(prev_codes["event"][:len(prev_codes["event"]) - start])
-            guide.begin_window(passed, new_trace=not parts)
-        codes = sample_window(model, known, known_mask, label, steps, guidance_scale, generator,
-                              temperature, guide, partial_fn, banned=banned, order=order,
-                              time_grid=time_grid, offset=offset, event_names=event_names,
-                              corrector_steps=corrector_steps, start_temperature=start_temperature,
-                              spread=spread, channel_temperature=channel_temperature,
-                              support_cover=support_cover, support_rounds=support_rounds,
-                              copy_guard=copy_guard, copy_rounds=copy_rounds, guide_rounds=guide_rounds,
-                              event_prior=event_prior, prior_rounds=ngram_rounds, precision=precision,
-                              self_condition=self_condition)
-        cols = decoder.decode_window(codes, start, slot_tids.copy())
-        take = min(n_events - produced, window - start)
-        parts.append({k: v[:take] for k, v in cols.items()})
-        produced += take
-        if on_progress:
-            on_progress(take)
-        prev_codes = codes
-        window_tids = np.full(window, -1, dtype=np.int64)
-        if "tid" in channels:
-            window_tids[:start] = prev_tids[-start:] if start else window_tids[:0]
-            window_tids[start:] = cols["tid"]
-        prev_tids = window_tids
+                window_tids[:start] = prev_tids[-start:] if start else window_tids[:0]
+                window_tids[start:] = cols["tid"]
+            prev_tids = window_tids
     meta = TraceMeta(source_format="tracesynth", workload=workload,
                      n_cpus=encoder.n_cpus if "cpu" in channels else None,
                      extra={"generator": "tracesynth", "channels": list(channels), "steps": steps,
