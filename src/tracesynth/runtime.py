@@ -7,15 +7,16 @@ only how threads wait, how many there are and where memory comes from:
 
 - How OpenMP threads wait depends on the work. Threads that spin while waiting (libgomp's
   default: ~3 ms, then sleep) make PyTorch several times slower as soon as another process
-  shares the cores (measured: 7-9x on a busy 2-core machine), and made training 2.5x slower
-  even on idle cores; passive threads (OMP_WAIT_POLICY=PASSIVE) sleep at once. Sampling is the
-  opposite case: many small network calls, each a few milliseconds, where waking a sleeping
-  thread costs more than it saves, so on idle cores spinning threads take the whole guided
-  pipeline to 0.74-0.78x the time. So the CLI's sampling command (`generate`) keeps libgomp's
-  default and its sampler drops to one thread per core someone else uses (`SamplingThreads`);
-  every other command has passive threads (`benchmarks/bench_threads.py`,
-  `benchmarks/results/support/bench_threads_policy.txt`). Only effective before torch is first
-  imported.
+  wants one of the cores (a thread spinning for its partner holds the core the partner needs):
+  the guided sampler 2.4-2.8x, training 1.7x beside one busy process on 2 cores. Passive
+  threads (OMP_WAIT_POLICY=PASSIVE) sleep at once, and waking them costs: on idle cores the
+  sampler, whose network calls last a few milliseconds, takes 0.68-0.76x the time with
+  spinning threads (training 0.91x). The sampler can follow the load, since its traces do not
+  depend on the thread count (`SamplingThreads`: one thread fewer per core someone else uses,
+  decided per window); training cannot (its float sums do). So the CLI's sampling command
+  (`generate`) keeps libgomp's default and every other command gets passive threads
+  (`benchmarks/bench_threads.py`, `benchmarks/results/support/bench_threads_policy.txt`).
+  Only effective before torch is first imported.
 - glibc's malloc keeps freed memory for reuse (`mallopt`, the C library's own knob for this,
   the same settings as the MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_ environment
   variables, which glibc reads only when a process starts). By default a block of more than
@@ -104,13 +105,14 @@ class SamplingThreads:
     """PyTorch's thread count for each window a sampler draws: this process's cores less the
     ones other processes kept busy while the previous window was drawn.
 
-    Spinning OpenMP threads (libgomp's default) make one network call ~0.7x the time of sleeping
-    ones on idle cores, and the sampler 2-2.5x slower as soon as another process wants one of
-    the two cores, since a thread spinning for its partner holds a core the partner needs;
-    a single thread never waits for another (`benchmarks/bench_threads.py`). So the sampler
-    uses every core while nothing else does and one fewer per core someone else uses.
-    Sampling gives the same trace at any thread count (`tests/test_runtime.py`), so this moves
-    only speed. Training is left alone: its float sums do depend on the thread count.
+    Spinning OpenMP threads (libgomp's default) take the guided sampler to 0.68-0.76x the time
+    of sleeping ones on idle cores, and make it 2.4-2.8x slower as soon as another process
+    wants one of the two cores, since a thread spinning for its partner holds a core the
+    partner needs; a single thread never waits for another. With this, the CLI's `generate`
+    (spinning) took 0.68-0.76x the time of its passive threads idle and 0.88-0.94x beside a
+    busy process (`benchmarks/results/support/bench_threads_policy.txt`). Sampling gives the
+    same trace at any thread count (`tests/test_runtime.py`), so this moves only speed.
+    Training is left alone: its float sums do depend on the thread count.
 
     Others' load is the CPUs' busy time in /proc/stat (restricted to the CPUs this process
     may run on) less this process's own CPU time, over the wall time since the last look.

@@ -6,8 +6,9 @@
 
 `fit` trains in memory (the CLI's `tracesynth train` adds checkpoints, resume and DDP); see
 docs/model.md for the encoding, the noise process, the network and the sampler. On a CPU, call
-`tracesynth.runtime.tune_cpu_process()` first, before torch is imported, to sample as fast as
-the CLI does (passive OpenMP threads, freed memory kept in glibc's heap; same results).
+`tracesynth.runtime.tune_cpu_process(sampling=True)` first, before torch is imported, to sample
+as fast as `tracesynth generate` does (spinning OpenMP threads, freed memory kept in glibc's
+heap; same results); `sampling=False` (passive threads) is the CLI's choice for training.
 """
 
 from __future__ import annotations
