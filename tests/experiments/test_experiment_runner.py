@@ -66,6 +66,9 @@ def test_cells_run_and_results_are_written(finished_run):
     md = (out / "results.md").read_text()
     assert "order must be a positive integer" in md and "## Peers, side by side" in md
     assert (out / "plots" / "peers.png").stat().st_size > 1000
+    # how OpenMP threads waited moves the speed column by a third: recorded and said
+    policy = json.loads((out / "run.json").read_text())["environment"]["omp_wait_policy"]
+    assert f"(OpenMP wait policy: {policy})" in md
 
 
 def test_second_run_refuses_to_mix_and_resume_skips(finished_run):

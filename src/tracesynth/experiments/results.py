@@ -178,8 +178,9 @@ def render_markdown(frame: pd.DataFrame, run: dict | None = None, plots: list | 
     env = run.get("environment")
     if env:
         out.append(f"Environment: Python {env.get('python')}, torch {env.get('torch')}, "
-                   f"{'GPU ' + env['gpu'] if env.get('gpu') else 'CPU'}, {env.get('torch_threads')} torch threads, "
-                   f"{env.get('platform')}.")
+                   f"{'GPU ' + env['gpu'] if env.get('gpu') else 'CPU'}, {env.get('torch_threads')} torch threads"
+                   + (f" (OpenMP wait policy: {env['omp_wait_policy']})" if env.get("omp_wait_policy") else "")
+                   + f", {env.get('platform')}.")
     data = config.get("data", {})
     if data:
         out.append(f"Split: train on runs {data.get('train_runs')}, test on runs {data.get('test_runs')} "

@@ -150,13 +150,20 @@ def same_config(saved, current) -> bool:
 
 
 def environment() -> dict:
+    """What the figures depend on besides the config. The OpenMP wait policy is among them:
+    sampling with passive threads (what `tracesynth experiment` runs with, since it trains too)
+    took 1.3-1.45x the time of `tracesynth generate`'s spinning ones on idle cores
+    (`benchmarks/results/support/bench_threads_policy.txt`)."""
+    import os
+
     import torch
 
     import tracesynth
 
     env = {"python": platform.python_version(), "platform": platform.platform(), "torch": torch.__version__,
            "tracesynth": getattr(tracesynth, "__version__", "?"), "cuda": torch.cuda.is_available(),
-           "torch_threads": torch.get_num_threads()}
+           "torch_threads": torch.get_num_threads(),
+           "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "libgomp default")}
     if torch.cuda.is_available():
         env["gpu"] = torch.cuda.get_device_name(0)
     return env
