@@ -105,12 +105,11 @@ class SamplingThreads:
     """PyTorch's thread count for each window a sampler draws: this process's cores less the
     ones other processes kept busy while the previous window was drawn.
 
-    Spinning OpenMP threads (libgomp's default) take the guided sampler to 0.68-0.76x the time
-    of sleeping ones on idle cores, and make it 2.4-2.8x slower as soon as another process
-    wants one of the two cores, since a thread spinning for its partner holds a core the
-    partner needs; a single thread never waits for another. With this, the CLI's `generate`
-    (spinning) took 0.68-0.76x the time of its passive threads idle and 0.88-0.94x beside a
-    busy process (`benchmarks/results/support/bench_threads_policy.txt`). Sampling gives the
+    Spinning OpenMP threads (libgomp's default) are fast on idle cores and 2.4-2.8x slower as
+    soon as another process wants one of the two, since a thread spinning for its partner
+    holds a core the partner needs; a single thread never waits for another. With this, the
+    CLI's `generate` (spinning) took 0.68-0.76x the time of passive threads idle and 0.88-0.94x
+    beside a busy process (`benchmarks/results/support/bench_threads_policy.txt`). Sampling gives the
     same trace at any thread count (`tests/test_runtime.py`), so this moves only speed.
     Training is left alone: its float sums do depend on the thread count.
 
