@@ -97,7 +97,7 @@ def test_sampling_threads_give_a_core_up_while_another_process_uses_it(tmp_path,
 
     loadavg = tmp_path / "loadavg"
     loadavg.write_text("0.50 0.40 0.30 1/120 999\n")  # runnable now: this test's thread alone
-    with runtime.SamplingThreads(str(stat), loadavg_path=str(loadavg)) as threads:
+    with runtime.SamplingThreads(stat_path=str(stat), loadavg_path=str(loadavg)) as threads:
         assert threads.enabled and threads.max_threads == 2
         assert threads.update() == 2  # the first window: nobody else runnable
         elapse(0.5, own_cores=2.0, other_cores=0.0)  # alone: both cores
@@ -139,7 +139,8 @@ def test_sampling_threads_leave_a_users_thread_count_alone(monkeypatch, two_thre
     torch.set_num_threads(1)
     assert not runtime.SamplingThreads().enabled  # one thread: nothing to give up
     torch.set_num_threads(2)
-    assert not runtime.SamplingThreads("/nonexistent/stat").enabled
+    assert not runtime.SamplingThreads(stat_path="/nonexistent/stat").enabled
+    assert not runtime.SamplingThreads(active=False).enabled  # a model on a GPU
 
 
 def test_a_trace_does_not_depend_on_the_thread_count(two_threads):

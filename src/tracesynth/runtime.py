@@ -115,12 +115,12 @@ class SamplingThreads:
 
     Others' load is the CPUs' busy time in /proc/stat (restricted to the CPUs this process
     may run on) less this process's own CPU time, over the wall time since the last look.
-    Off (`update` does nothing) where the user fixed the count with OMP_NUM_THREADS, where
-    /proc/stat cannot be read, and at one allowed CPU. Use as a context manager, which puts
+    Off (`update` does nothing) when not `active` (a model on a GPU), where the user fixed the
+    count with OMP_NUM_THREADS, where /proc/stat cannot be read, and at one allowed CPU or thread. Use as a context manager, which puts
     the thread count back as it found it."""
 
-    def __init__(self, stat_path: str = "/proc/stat", min_interval_s: float = MIN_INTERVAL_S,
-                 loadavg_path: str = "/proc/loadavg"):
+    def __init__(self, active: bool = True, stat_path: str = "/proc/stat",
+                 min_interval_s: float = MIN_INTERVAL_S, loadavg_path: str = "/proc/loadavg"):
         import torch
 
         self._torch = torch
@@ -129,7 +129,8 @@ class SamplingThreads:
         self.cpus = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
         self.max_threads = torch.get_num_threads()
         self.hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-        self.enabled = "OMP_NUM_THREADS" not in os.environ and len(self.cpus) > 1 and self.max_threads > 1
+        self.enabled = (active and "OMP_NUM_THREADS" not in os.environ and len(self.cpus) > 1
+                        and self.max_threads > 1)
         self._last = self._sample() if self.enabled else None
         self.enabled = self._last is not None
         self.history: list[tuple[float, int]] = []  # (others' cores, threads chosen) per update

@@ -13,7 +13,6 @@ bounded by the window.
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import nullcontext
 
 import numpy as np
 import torch
@@ -110,11 +109,9 @@ def generate(
         decoder.first = False
     # Thread count per window: every core while no other process wants one (runtime.SamplingThreads;
     # the same trace at any count).
-    threads = SamplingThreads() if next(model.parameters()).device.type == "cpu" else nullcontext()
-    with threads:
+    with SamplingThreads(active=next(model.parameters()).device.type == "cpu") as threads:
         while produced < n_events:
-            if isinstance(threads, SamplingThreads):
-                threads.update()
+            threads.update()
             known = {ch: np.zeros(window, dtype=np.int64) for ch in channels}
             known_mask = {ch: np.zeros(window, dtype=bool) for ch in channels}
             slot_tids = np.full(encoder.tid.slots, -1, dtype=np.int64)
