@@ -5,7 +5,13 @@ the cores, in one run.
 
     .venv/bin/python benchmarks/bench_threads.py --models out/guide-rounds-ngram/models \\
         [--workloads sqlite,tar,stream] [--events 16384] [--repeats 3] [--load 0,1,2] \\
-        [--settings passive,spin10k,default,passive+heap]
+        [--settings passive,spin10k,default,passive+heap] [--train-steps 20]
+
+    # what `tracesynth generate` runs with (heap: spinning threads, SamplingThreads on) against
+    # the passive CLI it replaced, and spinning at a fixed count (OMP_NUM_THREADS turns
+    # SamplingThreads off):
+    .venv/bin/python benchmarks/bench_threads.py --models DIR --load 0,1 \
+        --settings passive+heap+threads2,heap,passive+heap,heap+threads2
 
 The settings are environment variables of GNU OpenMP (libgomp, which PyTorch's Linux wheels
 ship): `passive` is OMP_WAIT_POLICY=PASSIVE (a thread with no work sleeps at once), `active` is
