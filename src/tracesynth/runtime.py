@@ -115,9 +115,12 @@ class SamplingThreads:
 
     Others' load is the CPUs' busy time in /proc/stat (restricted to the CPUs this process
     may run on) less this process's own CPU time, over the wall time since the last look.
-    Off (`update` does nothing) when not `active` (a model on a GPU), where the user fixed the
-    count with OMP_NUM_THREADS, where /proc/stat cannot be read, and at one allowed CPU or thread. Use as a context manager, which puts
-    the thread count back as it found it."""
+    The first window has no stretch to measure yet: it goes by the threads of other processes
+    runnable when this is made (`running_elsewhere`), since one window on a contended core with
+    spinning threads costs what several windows gain. Off (`update` does nothing) when not
+    `active` (a model on a GPU), where the user fixed the count with OMP_NUM_THREADS, where
+    /proc/stat cannot be read, and at one allowed CPU or thread. Use as a context manager,
+    which puts the thread count back as it found it."""
 
     def __init__(self, active: bool = True, stat_path: str = "/proc/stat",
                  min_interval_s: float = MIN_INTERVAL_S, loadavg_path: str = "/proc/loadavg"):
@@ -129,16 +132,13 @@ class SamplingThreads:
         self.cpus = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
         self.max_threads = torch.get_num_threads()
         self.hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-        self.enabled = (active and "OMP_NUM_THREADS" not in os.environ and len(self.cpus) > 1
-                        and self.max_threads > 1)
-        self._last = self._sample() if self.enabled else None
+        wanted = active and "OMP_NUM_THREADS" not in os.environ and len(self.cpus) > 1 and self.max_threads > 1
+        self._last = self._sample() if wanted else None
         self.enabled = self._last is not None
-        self.history: list[tuple[float, int]] = []  # (others' cores, threads chosen) per update
-        self._first: int | None = None  # the count for the first window (before any measurement)
-        if self.enabled:
-            running = running_elsewhere(loadavg_path)
-            if running is not None:
-                self._first = choose_threads(len(self.cpus), self.max_threads, float(running))
+        self.history: list[tuple[float, int]] = []  # (others' cores, threads chosen) per measurement
+        running = running_elsewhere(loadavg_path) if self.enabled else None
+        if running is not None:  # the first window's count
+            self._set(choose_threads(len(self.cpus), self.max_threads, float(running)))
 
     def _sample(self) -> tuple[float, int, float] | None:
         busy = _busy_ticks(self.stat_path, self.cpus)
@@ -161,29 +161,25 @@ class SamplingThreads:
         return max(0.0, busy_s - own_s) / wall
 
     def update(self) -> int:
-        """Set and return the thread count for what comes next. The first call has no
-        stretch to measure yet: it goes by the threads of other processes runnable now
-        (`running_elsewhere`), since one window on a contended core with spinning threads costs
-        what several windows gain."""
-        if self._first is not None:
-            load, threads, self._first = None, self._first, None
-        else:
-            load = self.others()
-            if load is None:
-                return self._torch.get_num_threads()
-            threads = choose_threads(len(self.cpus), self.max_threads, load)
+        """Set and return the thread count for what comes next (unchanged until a stretch of
+        at least `min_interval_s` has been measured)."""
+        load = self.others()
+        if load is None:
+            return self._torch.get_num_threads()
+        threads = choose_threads(len(self.cpus), self.max_threads, load)
+        self._set(threads)
+        self.history.append((load, threads))
+        return threads
+
+    def _set(self, threads: int) -> None:
         if threads != self._torch.get_num_threads():
             self._torch.set_num_threads(threads)
-        if load is not None:
-            self.history.append((load, threads))
-        return threads
 
     def __enter__(self) -> SamplingThreads:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._torch.get_num_threads() != self.max_threads:
-            self._torch.set_num_threads(self.max_threads)
+        self._set(self.max_threads)
 
 
 def _running_threads(text: str) -> int:
