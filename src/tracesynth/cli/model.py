@@ -215,6 +215,9 @@ def generate(
                                      help="With the n-gram prior: parts each denoising step's reveals are "
                                           "drawn in, the prior recomputed between them (1 = once a step; "
                                           "default: the model's)."),
+    start_prior: bool = typer.Option(None, "--start-prior/--no-start-prior",
+                                     help="Apply the n-gram prior among the trace's first events too, where "
+                                          "the model places the start-up by position (default: off)."),
     prefix_fraction: float = typer.Option(None, "--prefix-fraction",
                                           help="Share of each window after the first that repeats the "
                                                "previous window's last events as known context (in [0, 1); "
@@ -266,6 +269,8 @@ def generate(
         gen.prefix_fraction = prefix_fraction
     if serial_guide is not None:
         gen.serial_guide = serial_guide
+    if start_prior is not None:
+        gen.start_prior = start_prior
     if self_condition is not None:
         if self_condition and not gen.model_.config.self_condition:
             raise ConfigError(f"--self-condition: {model_dir} was trained without self-conditioning "
@@ -322,8 +327,10 @@ def _ngram_note(gen, workload: str) -> str:
         return "n-gram prior: off (model saved without its training n-gram counts)"
     if not gen.ngram_weight:
         return "n-gram prior: off (--ngram-weight 0)"
+    positions = gen.model_.config.trace_positions
+    where = "" if gen.start_prior or not positions else f", not on the first {positions} events"
     return (f"n-gram prior: weight {gen.ngram_weight:g}, {gen.ngram_rounds} parts a step (training runs' "
-            f"events next to up to {ngrams.k} decided ones on each side)")
+            f"events next to up to {ngrams.k} decided ones on each side{where})")
 
 
 def _support_note(gen, codes, workload: str) -> str:

@@ -422,6 +422,18 @@ class CachedPrior:
         self.fresh: np.ndarray | None = None
         self.version: np.ndarray | None = None  # per row: how often it was recomputed
         self.memo: dict = {}  # log_prior's terms by context, for the whole trace
+        self.quiet_before = 0  # window rows before this one get no prior (`quiet`)
+
+    def quiet(self, before: int) -> None:
+        """Give the window's rows before `before` no prior (zeros) until told otherwise: the
+        sampler's start-up rows, where the network's trace-position embedding places each event
+        of the start-up and counts read from the neighbours would splice two training runs'
+        layouts (`sample_window`'s `start_prior`). A change drops every cached row."""
+        before = max(0, int(before))
+        if before != self.quiet_before:
+            self.quiet_before = before
+            if self.fresh is not None:
+                self.fresh[:] = False
 
     def __call__(self, codes: np.ndarray, positions: np.ndarray) -> np.ndarray:
         positions = np.asarray(positions, dtype=np.int64)
@@ -447,7 +459,10 @@ class CachedPrior:
         self.codes = codes.copy()
         todo = positions[~self.fresh[positions]]
         if len(todo):
-            self.rows[todo] = self.weight * self.ngrams.log_prior(codes, todo, self.workload, self.memo)
+            live = todo[todo >= self.quiet_before]
+            self.rows[todo[todo < self.quiet_before]] = 0.0
+            if len(live):
+                self.rows[live] = self.weight * self.ngrams.log_prior(codes, live, self.workload, self.memo)
             self.fresh[todo] = True
             self.version[todo] += 1
         return self.version[positions]

@@ -67,6 +67,13 @@ NGRAM_WEIGHT = 1.0
 # from what the parts before decided (no extra network call): at 1, neighbours revealed in one
 # step ignore each other (build: 27% of 8-grams unseen in training; 4 parts: 12%).
 NGRAM_ROUNDS = 4
+# Whether the n-gram prior also applies among a trace's first `trace_positions` events. Off: there
+# the network's trace-position embedding places each start-up event, while counts read from
+# decided neighbours pull towards another training run's layout (runs' start-ups differ by a
+# scheduler event pair here and there), and the two together spliced layouts into a doubled or
+# dropped call (tar: `>brk <brk >brk <brk`; scimark: `>access <access` twice). Measured in
+# docs/model.md, "Start-up without the prior".
+START_PRIOR = False
 # The prior's longest context (training: the tables are counted then), encoding.ngrams.K = 8;
 # 32 with 256 parts a step (`train --ngram-order 32`, `generate --ngram-rounds 256`) is the
 # slow, closer-to-real mode (docs/model.md, "Sequential draws").
@@ -130,7 +137,7 @@ class TraceSynth(Generator):
                  tid_temperature: float = TID_TEMPERATURE, support_rounds: int = SUPPORT_ROUNDS,
                  copy_rounds: int = COPY_ROUNDS, serial_guide: bool = True, guide_rounds: int = GUIDE_ROUNDS,
                  ngram_weight: float = NGRAM_WEIGHT, ngram_rounds: int = NGRAM_ROUNDS,
-                 precision: str = SAMPLE_PRECISION, train_precision: str = TRAIN_PRECISION,
+                 start_prior: bool = START_PRIOR, precision: str = SAMPLE_PRECISION, train_precision: str = TRAIN_PRECISION,
                  ngram_order: int = NGRAM_ORDER, self_condition: bool | None = None, keep_best: bool = False,
                  ema: float = EMA, val_fraction: float = VAL_FRACTION, start_rate_end: float | None = None):
         super().__init__(random_state)
@@ -159,6 +166,7 @@ class TraceSynth(Generator):
         self.guide_rounds = guide_rounds
         self.ngram_weight = ngram_weight
         self.ngram_rounds = ngram_rounds
+        self.start_prior = start_prior  # sampling: the n-gram prior among the trace's first events too
         self.precision = precision  # sampling
         self.train_precision = train_precision
         self.ngram_order = ngram_order  # training: the n-gram tables' longest context
@@ -176,7 +184,7 @@ class TraceSynth(Generator):
                 "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state",
                 "corrector_steps", "start_temperature", "start_rate", "start_rate_end", "phase_events", "spread",
                 "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds", "ngram_weight",
-                "ngram_rounds", "precision", "train_precision", "ngram_order", "self_condition", "keep_best", "ema",
+                "ngram_rounds", "start_prior", "precision", "train_precision", "ngram_order", "self_condition", "keep_best", "ema",
                 "val_fraction")
         return {k: getattr(self, k) for k in keys}
 
@@ -255,7 +263,8 @@ class TraceSynth(Generator):
                          channel_temperature={"tid": self.tid_temperature},
                          support_rounds=self.support_rounds, copy_rounds=self.copy_rounds,
                          guide_rounds=self.guide_rounds, ngram_weight=self.ngram_weight,
-                         ngram_rounds=self.ngram_rounds, precision=self.precision,
+                         ngram_rounds=self.ngram_rounds, start_prior=self.start_prior,
+                         precision=self.precision,
                          self_condition=self.self_condition is not False)
         if single_thread:  # so `check` (and the evaluation's validity) read it as one thread too
             trace.meta.extra["threads"] = 1

@@ -104,6 +104,14 @@ def _partial(x, model, mask_ids, partial_fn) -> dict[str, np.ndarray]:
     return partial_fn(codes, decided)
 
 
+def _quieted(prior: Callable[[np.ndarray, np.ndarray], np.ndarray], before: int):
+    """`prior` with zero rows at window positions before `before`."""
+    def quieted(codes: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        rows = prior(codes, positions)
+        return np.where((np.asarray(positions) < before)[:, None], 0.0, rows).astype(rows.dtype, copy=False)
+    return quieted
+
+
 @torch.inference_mode()
 def sample_window(
     model: Denoiser,
@@ -126,6 +134,7 @@ def sample_window(
     corrector_steps: int = 0,
     corrector_fraction: float = 0.05,
     start_temperature: float | None = None,
+    start_prior: bool = True,
     spread: int = 0,
     channel_temperature: dict[str, float] | None = None,
     support_cover: Callable[[np.ndarray], np.ndarray] | None = None,
@@ -146,7 +155,8 @@ def sample_window(
     has `allowed_event_mask` (and does not set `rule_out_names = False`) and `event_names` (the
     event channel's class names), event names that would break a rule given the events
     already decided are ruled out before drawing. `start_temperature` (with a known offset)
-    replaces `temperature` for the events among the trace's first `trace_positions`. `spread`
+    replaces `temperature` for the events among the trace's first `trace_positions`;
+    `start_prior=False` (with a known offset) gives those events no `event_prior`. `spread`
     (confidence order only): tokens revealed in one step stay more than this many positions
     apart where the step's quota allows. `channel_temperature` divides a channel's logits
     before drawing and ranking (so it multiplies `temperature` for that channel).
@@ -209,6 +219,17 @@ def sample_window(
     rule_out = (guide is not None and partial_fn is not None and event_names is not None
                 and "event" in model.channels and callable(getattr(guide, "allowed_event_mask", None))
                 and getattr(guide, "rule_out_names", True))
+    if event_prior is not None:
+        # The start-up's rows without the prior: the network's trace-position embedding places
+        # each start-up event, and counts read from decided neighbours would splice training
+        # runs whose start-ups differ by a few scheduler events into a doubled or dropped call.
+        quiet = 0
+        if not start_prior and offset is not None:
+            quiet = max(0, model.config.trace_positions - int(offset))
+        if callable(getattr(event_prior, "quiet", None)):
+            event_prior.quiet(quiet)  # a CachedPrior lives across windows: set (or clear) it each time
+        elif quiet:
+            event_prior = _quieted(event_prior, quiet)
     versioned = callable(getattr(event_prior, "refresh", None))  # a CachedPrior: row versions
     if precision not in ("fp32", "bf16"):
         raise ValueError(f"precision must be fp32 or bf16, not {precision!r}")
