@@ -153,18 +153,27 @@ def test_generate_ngram_weight_uses_the_saved_counts_and_says_so(trained, tmp_pa
     ngrams = load_model(model)[1].ngrams
     assert ngrams.knows("bug") and ngrams.k == 12  # train --ngram-order 12
     traces, notes = {}, {}
-    for weight, rounds in (("0", "1"), ("1", "4"), ("50", "2")):
-        out = tmp_path / f"w{weight}.parquet"
+    # 64 events: all among the trace's first `trace_positions`, which --no-start-prior leaves to
+    # the network
+    positions = load_model(model)[0].config.trace_positions
+    assert positions >= 64
+    for weight, rounds, start in (("0", "1", ()), ("1", "4", ()), ("50", "2", ()), ("50", "1", ("--no-start-prior",))):
+        key = weight + "".join(start)
+        out = tmp_path / f"w{key}.parquet"
         capsys.readouterr()
         assert main(["generate", str(model), "-n", "64", "--steps", "4", "--seed", "2", "--constraints", "none",
                      "--support-rounds", "0", "--copy-rounds", "0", "--ngram-weight", weight,
-                     "--ngram-rounds", rounds, "-o", str(out)]) == 0
-        notes[weight] = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("n-gram prior"))
-        traces[weight] = tracesynth.load(out).to_pandas()["event"].tolist()
+                     "--ngram-rounds", rounds, *start, "-o", str(out)]) == 0
+        notes[key] = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("n-gram prior"))
+        traces[key] = tracesynth.load(out).to_pandas()["event"].tolist()
     assert notes["0"] == "n-gram prior: off (--ngram-weight 0)"
     assert notes["1"].startswith("n-gram prior: weight 1, 4 parts a step ") and "up to 12 decided" in notes["1"]
+    assert notes["1"].endswith("on each side)")
     assert notes["50"].startswith("n-gram prior: weight 50, 2 parts a step ")
+    assert notes["50--no-start-prior"].endswith(f"on each side, not on the first {positions} events)")
     assert traces["0"] != traces["50"]  # the same seed draws other events once the counts weigh in
+    assert traces["0"] == traces["50--no-start-prior"]  # the start-up is the network's alone (one part a step,
+    # as at weight 0: with several, the parts reveal in another order)
 
 
 def test_generate_precision_is_reported_and_fp32_and_bf16_are_each_seeded(trained, tmp_path, capsys):

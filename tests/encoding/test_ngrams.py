@@ -226,6 +226,24 @@ def test_the_cached_prior_is_exactly_the_prior_after_any_change(pybench):
                           0.5 * ngrams.log_prior(other, np.arange(0, 300, 2), "pybench"))
 
 
+def test_a_quiet_cached_prior_gives_the_first_rows_nothing_until_told_otherwise(pybench):
+    encoder, (_, _, run3) = pybench
+    ngrams = encoder.ngrams
+    mask = ngrams.vocab_size
+    window = _masked_window(run3, 20000, 0.5, mask, np.random.default_rng(5))
+    positions = np.flatnonzero(window == mask)
+    cached = CachedPrior(ngrams, "pybench", 1.0)
+    full = ngrams.log_prior(window, positions, "pybench")
+    assert np.array_equal(cached(window, positions), full)  # cached rows, before quieting
+    cached.quiet(100)
+    rows = cached(window, positions)
+    early = positions < 100
+    assert not rows[early].any() and np.array_equal(rows[~early], full[~early])
+    assert full[early].any()  # there was something to leave out
+    cached.quiet(-5)  # clamped to 0: every row again
+    assert cached.quiet_before == 0 and np.array_equal(cached(window, positions), full)
+
+
 def test_the_cached_prior_recomputes_only_the_rows_a_reveal_can_move(pybench):
     encoder, (_, _, run3) = pybench
     ngrams = encoder.ngrams

@@ -444,6 +444,48 @@ def test_a_cached_prior_draws_exactly_what_the_same_prior_as_a_plain_callable_dr
     assert refreshes and all((fast[ch] == slow[ch]).all() for ch in fast)
 
 
+def test_without_start_prior_the_trace_start_is_drawn_by_the_network_alone(full_model):
+    """`start_prior=False`: the prior is left out at window positions among the trace's first
+    `trace_positions` events and applies after them; at offset 0 the window is drawn as
+    without a prior; a CachedPrior carried to a later window gets its rows back."""
+    from tracesynth.encoding.ngrams import CachedPrior
+
+    model, encoder, real = full_model
+    codes, _ = _window(encoder, real)
+    known_mask = {ch: np.arange(64) < 8 for ch in codes}
+    vocab = encoder.vocab_sizes()["event"]
+    target = int(codes["event"][0])
+    start = model.config.trace_positions
+    assert start > 64  # the tiny model's window lies among the first events at offset 0
+
+    def force(window, positions, from_row=0):
+        out = np.zeros((len(positions), vocab), dtype=np.float32)
+        out[np.asarray(positions) >= from_row, target] = 100.0
+        return out
+
+    def draw(**kw):
+        return sample_window(model, codes, known_mask, 0, steps=4, generator=torch.Generator().manual_seed(3), **kw)
+
+    plain = draw(offset=0)
+    assert all((draw(offset=0, event_prior=force, start_prior=False)[ch] == plain[ch]).all() for ch in plain)
+    assert (draw(offset=0, event_prior=force)["event"][8:] == target).all()  # start_prior=True: as before
+    # a window straddling the end of the start-up: rows past it get the prior, the others not
+    straddle = draw(offset=start - 32, event_prior=force, start_prior=False)
+    by_hand = draw(offset=start - 32, event_prior=lambda w, p: force(w, p, from_row=32))
+    assert all((straddle[ch] == by_hand[ch]).all() for ch in plain)
+    assert (straddle["event"][32:] == target).all()
+    # the same with the n-gram counts in a CachedPrior, kept across windows as the pipeline does
+    cached = CachedPrior(encoder.ngrams, "bug", 1.0)
+    assert all((draw(offset=0, event_prior=cached, start_prior=False)[ch] == plain[ch]).all() for ch in plain)
+    assert cached.quiet_before == start
+    far = draw(offset=10_000, event_prior=cached, start_prior=False)
+    assert cached.quiet_before == 0
+    fresh = draw(offset=10_000, event_prior=CachedPrior(encoder.ngrams, "bug", 1.0))
+    assert all((far[ch] == fresh[ch]).all() for ch in plain)
+    # unknown offset: nothing is known to be the start, the prior applies everywhere
+    assert (draw(event_prior=force, start_prior=False)["event"][8:] == target).all()
+
+
 def test_bf16_network_samples_valid_seeded_windows_close_to_fp32(full_model):
     """bf16 autocast covers the network only: features come back fp32, draws stay seeded, and
     the heads' distributions stay within bf16 rounding of fp32's."""

@@ -217,7 +217,8 @@ def generate(
                                           "default: the model's)."),
     start_prior: bool = typer.Option(None, "--start-prior/--no-start-prior",
                                      help="Apply the n-gram prior among the trace's first events too, where "
-                                          "the model places the start-up by position (default: off)."),
+                                          "the model places the start-up by position (default: on; off "
+                                          "gives start-ups closer to one training run's, fewer rare events)."),
     prefix_fraction: float = typer.Option(None, "--prefix-fraction",
                                           help="Share of each window after the first that repeats the "
                                                "previous window's last events as known context (in [0, 1); "

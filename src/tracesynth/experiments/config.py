@@ -81,7 +81,7 @@ class TraceSynthSettings:
     guide_rounds: int | None = None  # guided: redraw rounds after the last step (None: default; 0: off)
     ngram_weight: float | None = None  # power of the n-gram prior at draw time (None: default; 0: off)
     ngram_rounds: int | None = None  # parts each step's reveals are drawn in under the prior (None: default)
-    start_prior: bool | None = None  # the prior among a trace's first events too (None: default, off)
+    start_prior: bool | None = None  # the prior among a trace's first events too (None: default, on)
     sample_precision: str | None = None  # what the network samples in: auto, fp32, bf16 (None: default, fp32)
     prefix_fraction: float | None = None  # share of a continuation window given by the previous one (None: 0.25)
 

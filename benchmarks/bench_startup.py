@@ -1,0 +1,133 @@
+"""How closely a generated trace begins like a real run: the edit distance between its first
+events and the nearest training run's first events, beside the held-out run's own distance.
+
+    .venv/bin/python benchmarks/bench_startup.py MODEL_DIR... [--events 128] [--seeds 4] \\
+        [--train-runs 1,2] [--test-run 3] [--settings default,no-start-prior]
+
+Real runs of one command begin alike: the shell's execve, the dynamic loader's brk/mmap/access/
+openat sequence, libc's set-up, the program's own start. They differ by a scheduler event pair
+here and there (a `sched_switch` in and out) and, in multi-process workloads, by where a child
+starts. A generated start-up should differ from the training runs' about as much as a held-out
+run does, and in the same way. This script generates one window per seed for each model (the
+trace's first `--events` events, guided, as `tracesynth generate` does) under each setting and
+prints, per setting, the edit distance to the nearer training run (mean and range over seeds),
+the 8-grams of those events that no training run contains (slips: a held-out run has none or
+almost none), and the first differing stretch of seed 0 against its nearer training run.
+
+Settings: `default` (the generator's defaults: the n-gram prior on every event),
+`no-start-prior` (`generate --no-start-prior`: no prior among a trace's first `trace_positions`
+events, where the network's trace-position embedding places the start-up), `no-prior`
+(`--ngram-weight 0`). No timing: these are counts, not speeds. Results:
+`benchmarks/results/support/bench_startup.txt`; docs/model.md, "Start-up without the prior".
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+
+import numpy as np
+
+import tracesynth.datasets as ds
+from tracesynth.errors import TraceSynthError
+
+SETTINGS = {"default": {}, "no-start-prior": {"start_prior": False}, "no-prior": {"ngram_weight": 0.0}}
+
+
+def edit_distance(a: list, b: list) -> int:
+    """Levenshtein distance between two event-name lists, a row of the table at a time: the
+    insertion chain within a row is a running minimum of (cell − column), so each row is a few
+    numpy calls. Written here because the one library that does it on lists of names
+    (rapidfuzz) would be a dependency for this script alone; difflib's ratio is not a distance."""
+    names = {name: i for i, name in enumerate(dict.fromkeys(a + b))}
+    x = np.array([names[n] for n in a])
+    y = np.array([names[n] for n in b])
+    cols = np.arange(len(y) + 1)
+    prev = cols.copy()
+    for i, token in enumerate(x, 1):
+        base = np.empty_like(prev)
+        base[0] = i
+        base[1:] = np.minimum(prev[1:] + 1, prev[:-1] + (y != token))
+        prev = np.minimum.accumulate(base - cols) + cols
+    return int(prev[-1])
+
+
+def unseen_8grams(events: list[str], training: set[tuple]) -> int:
+    return sum(tuple(events[i:i + 8]) not in training for i in range(len(events) - 7))
+
+
+def first_difference(events: list[str], reference: list[str]) -> str:
+    """The first stretch where `events` departs from `reference`, with two events of context."""
+    short = [e.replace("syscall_entry_", ">").replace("syscall_exit_", "<") for e in events]
+    ref = [e.replace("syscall_entry_", ">").replace("syscall_exit_", "<") for e in reference]
+    for op, a0, a1, b0, b1 in difflib.SequenceMatcher(None, ref, short, autojunk=False).get_opcodes():
+        if op != "equal":
+            return (f"at {a0}: {' '.join(ref[max(a0 - 2, 0):a1 + 1])} -> "
+                    f"{' '.join(short[max(b0 - 2, 0):b1 + 1])}")
+    return "none"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("models", nargs="+", help="model directories (one workload each)")
+    parser.add_argument("--events", type=int, default=128)
+    parser.add_argument("--seeds", type=int, default=4)
+    parser.add_argument("--train-runs", default="1,2")
+    parser.add_argument("--test-run", type=int, default=3)
+    parser.add_argument("--settings", default="default,no-start-prior")
+    args = parser.parse_args()
+    settings = args.settings.split(",")
+    unknown = [s for s in settings if s not in SETTINGS]
+    if unknown:
+        parser.error(f"unknown setting(s) {', '.join(unknown)}; choose from {', '.join(SETTINGS)}")
+    if args.events < 16 or args.seeds < 1:
+        parser.error("--events must be at least 16 and --seeds at least 1")
+    try:
+        run(args, settings)
+    except TraceSynthError as exc:
+        sys.exit(f"error: {exc}")
+
+
+def run(args, settings: list[str]) -> None:
+    from tracesynth.generators.diffusion import TraceSynth
+
+    train_runs = [int(r) for r in args.train_runs.split(",")]
+    n = args.events
+    print(f"first {n} events, {args.seeds} seeds per setting, guided; distance = edit distance to the "
+          f"nearer training run's first {n} (runs {args.train_runs}); unseen = 8-grams no training run has")
+    for directory in args.models:
+        gen = TraceSynth.load(directory, device="cpu")
+        workload = gen.workloads_[0]
+        runs = {r: ds.load(workload, r).column("event").to_pylist() for r in [*train_runs, args.test_run]}
+        training = {tuple(run[i:i + 8]) for r in train_runs for run in [runs[r]] for i in range(len(run) - 7)}
+        starts = {r: runs[r][:n] for r in train_runs}
+
+        def nearest(events):
+            return min((edit_distance(events, starts[r]), r) for r in train_runs)
+
+        held_out = runs[args.test_run][:n]
+        d, r = nearest(held_out)
+        print(f"\n{workload} ({directory})\n  held-out run {args.test_run}: distance {d} (to run {r}), "
+              f"unseen {unseen_8grams(held_out, training)}; training runs from each other: "
+              f"{edit_distance(starts[train_runs[0]], starts[train_runs[-1]])}")
+        for setting in settings:
+            saved = {key: getattr(gen, key) for key in SETTINGS[setting]}
+            for key, value in SETTINGS[setting].items():
+                setattr(gen, key, value)
+            distances, unseen, example = [], [], ""
+            for seed in range(args.seeds):
+                events = gen.generate(n, workload, seed, constraints="guided").column("event").to_pylist()[:n]
+                d, r = nearest(events)
+                distances.append(d)
+                unseen.append(unseen_8grams(events, training))
+                if seed == 0:
+                    example = first_difference(events, starts[r])
+            for key, value in saved.items():  # back to the model's own settings
+                setattr(gen, key, value)
+            print(f"  {setting:12s} distance {np.mean(distances):5.2f} ({min(distances)}-{max(distances)}), "
+                  f"unseen {np.mean(unseen):5.2f} ({min(unseen)}-{max(unseen)}); seed 0 {example}")
+
+
+if __name__ == "__main__":
+    main()
