@@ -10,7 +10,8 @@ here and there (a `sched_switch` in and out) and, in multi-process workloads, by
 starts. A generated start-up should differ from the training runs' about as much as a held-out
 run does, and in the same way. This script generates one window per seed for each model (the
 trace's first `--events` events, guided, as `tracesynth generate` does) under each setting and
-prints, per setting, the edit distance to the nearer training run (mean and range over seeds),
+prints, per setting, the edit distance to the nearer training run (mean and range over seeds;
+the evaluation reports the same figure as `fidelity.startup`),
 the 8-grams of those events that no training run contains (slips: a held-out run has none or
 almost none), and the first differing stretch of seed 0 against its nearer training run.
 
@@ -30,27 +31,17 @@ import sys
 import numpy as np
 
 import tracesynth.datasets as ds
+from tracesynth.evaluation import fidelity
 from tracesynth.errors import TraceSynthError
 
 SETTINGS = {"default": {}, "no-start-prior": {"start_prior": False}, "no-prior": {"ngram_weight": 0.0}}
 
 
 def edit_distance(a: list, b: list) -> int:
-    """Levenshtein distance between two event-name lists, a row of the table at a time: the
-    insertion chain within a row is a running minimum of (cell − column), so each row is a few
-    numpy calls. Written here because the one library that does it on lists of names
-    (rapidfuzz) would be a dependency for this script alone; difflib's ratio is not a distance."""
+    """`fidelity.edit_distance` (what `tracesynth evaluate` reports as `fidelity.startup`) on
+    event-name lists."""
     names = {name: i for i, name in enumerate(dict.fromkeys(a + b))}
-    x = np.array([names[n] for n in a])
-    y = np.array([names[n] for n in b])
-    cols = np.arange(len(y) + 1)
-    prev = cols.copy()
-    for i, token in enumerate(x, 1):
-        base = np.empty_like(prev)
-        base[0] = i
-        base[1:] = np.minimum(prev[1:] + 1, prev[:-1] + (y != token))
-        prev = np.minimum.accumulate(base - cols) + cols
-    return int(prev[-1])
+    return fidelity.edit_distance(np.array([names[n] for n in a]), np.array([names[n] for n in b]))
 
 
 def unseen_8grams(events: list[str], training: set[tuple]) -> int:

@@ -41,6 +41,12 @@ def test_baseline_then_evaluate_writes_a_self_contained_report(tmp_path, capsys)
     assert repeats["span"] == 33 and 0 <= repeats["candidate"] < 0.2 and 0 <= repeats["reference"] < 0.2
     assert "events in a 33-event span repeated within 512" in html
     assert f"events in a repeated 33-event span: synthetic {repeats['candidate']:.3f}" in " ".join(out.split())
+    # the start: the copy baseline's first chunk is a training chunk, not the training run's start
+    start = report["workloads"]["unit"]["fidelity"]["startup"]
+    assert start["synthetic"]["events"] == 256 and len(start["synthetic"]["edits"]["per_trace"]) == 1
+    assert report["workloads"]["unit"]["headline"]["startup_edits"] == start["synthetic"]["edits"]["mean"]
+    assert report["workloads"]["unit"]["headline"]["startup_edits_real"] == start["real_test"]["edits"]["mean"]
+    assert "edits from a training run's first 256 events" in html
     assert len(re.findall(r"src='data:image/png;base64,", html)) == 3
     assert not re.search(r"(src|href)=['\"]https?:", html)  # nothing fetched from elsewhere
     assert not list(report_dir.glob(".tracesynth-tmp-*"))

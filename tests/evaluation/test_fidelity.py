@@ -52,3 +52,45 @@ def test_thread_interleaving_counts():
     tid = a[0].tid
     assert inter["tid_switches"][0] == np.count_nonzero(np.diff(tid[:512]))
     assert set(inter["distinct_tids"].tolist()) == {2}
+
+
+def _brute_edit_distance(a, b) -> int:
+    table = np.zeros((len(a) + 1, len(b) + 1), dtype=int)
+    table[:, 0], table[0, :] = np.arange(len(a) + 1), np.arange(len(b) + 1)
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            table[i, j] = min(table[i - 1, j] + 1, table[i, j - 1] + 1, table[i - 1, j - 1] + (a[i - 1] != b[j - 1]))
+    return int(table[-1, -1])
+
+
+def test_edit_distance_matches_the_textbook_table():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        a, b = rng.integers(0, 4, rng.integers(0, 14)), rng.integers(0, 4, rng.integers(0, 14))
+        assert fidelity.edit_distance(a, b) == _brute_edit_distance(a, b)
+    assert fidelity.edit_distance(np.arange(5), np.arange(5)) == 0
+    assert fidelity.edit_distance(np.arange(5), np.zeros(0, int)) == 5
+
+
+def test_startup_counts_a_doubled_call_in_a_real_start_up_and_not_a_real_run():
+    """The bundled tar runs begin with execve and the loader; a copy of run 3's start with its
+    first brk pair doubled (what a spliced start-up looked like) is two edits further from the
+    training runs than run 3 and holds 8-grams they never have."""
+    import tracesynth.datasets as ds
+
+    runs = [ds.load("tar", r) for r in (1, 2, 3)]
+    vocab = Vocabulary.from_traces(runs)
+    train, test = [encode(t, vocab) for t in runs[:2]], encode(runs[3 - 1], vocab)
+    itself = fidelity.startup(train, train)
+    assert itself["events"] == fidelity.STARTUP_EVENTS
+    assert itself["edits"]["per_trace"] == [0, 0] and itself["unseen_8grams"]["per_trace"] == [0, 0]
+    real = fidelity.startup([test], train)
+    names = runs[2].column("event").to_pylist()
+    brk = names.index("syscall_entry_brk")
+    assert names[brk + 1] == "syscall_exit_brk"
+    doubled = test.slice(0, len(test))
+    doubled.tokens = np.concatenate([test.tokens[:brk + 2], test.tokens[brk:]])
+    spliced = fidelity.startup([doubled], train)
+    assert spliced["edits"]["mean"] == real["edits"]["mean"] + 2  # the pair inserted, nothing else moved
+    assert spliced["unseen_8grams"]["mean"] > real["unseen_8grams"]["mean"]
+    assert fidelity.startup([], train)["edits"]["mean"] is None

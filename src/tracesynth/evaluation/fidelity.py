@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import ks_2samp, wasserstein_distance
 
-from tracesynth.evaluation.windows import Encoded, hashes_of_many
+from tracesynth.evaluation.windows import Encoded, hashes_of_many, in_sorted, kgram_hashes
 
 NGRAM_ORDERS = (1, 2, 3, 4)
 PER_EVENT_TOP = 20  # inter-event time per event type: the most frequent real event types
@@ -244,3 +244,46 @@ def compare_threads(candidate: Sequence[Encoded], reference: Sequence[Encoded]) 
             "wasserstein": distribution_distance(ic[key].astype(float), ir[key].astype(float))["wasserstein"],
         }
     return out
+
+
+# --- the trace start ---------------------------------------------------------------------------
+STARTUP_EVENTS = 256
+
+
+def edit_distance(a: np.ndarray, b: np.ndarray) -> int:
+    """Levenshtein distance between two token sequences (insertions, deletions, substitutions).
+    One numpy pass per row of the table: within a row the insertion chain is a running minimum
+    of (cell − column). Hand-written because the library that does this on integer sequences
+    (rapidfuzz) would be a dependency for one 256 × 256 table per trace."""
+    a, b = np.asarray(a), np.asarray(b)
+    cols = np.arange(len(b) + 1)
+    prev = cols.copy()
+    for i, token in enumerate(a, 1):
+        base = np.empty_like(prev)
+        base[0] = i
+        base[1:] = np.minimum(prev[1:] + 1, prev[:-1] + (b != token))
+        prev = np.minimum.accumulate(base - cols) + cols
+    return int(prev[-1])
+
+
+def startup(candidate: Sequence[Encoded], training: Sequence[Encoded], events: int = STARTUP_EVENTS) -> dict:
+    """How each candidate trace begins against how the training traces begin: the edit distance
+    of its first `events` event types to the nearest training trace's first `events`
+    (`edits`, per trace and mean), and how many of its first `events` events' 8-grams occur in
+    no training trace (`unseen_8grams`). Real runs of one command begin with the same execve and
+    loader sequence, differing by a scheduler event pair here and there; a generated start-up
+    that doubles or drops a call is further away and has unseen 8-grams. Meaningful when every
+    trace begins at its process's start (as recorded and generated traces do)."""
+    starts = [t.tokens[:events] for t in training if len(t)]
+    known = np.unique(np.concatenate([kgram_hashes(t.tokens, 8) for t in training] or [np.zeros(0, np.uint64)]))
+    edits, unseen = [], []
+    for trace in candidate:
+        head = trace.tokens[:events]
+        if not len(head) or not starts:
+            continue
+        edits.append(min(edit_distance(head, s) for s in starts))
+        grams = kgram_hashes(head, 8)
+        unseen.append(int((~in_sorted(grams, known)).sum()) if len(grams) else 0)
+    return {"events": events,
+            "edits": {"per_trace": edits, "mean": float(np.mean(edits)) if edits else None},
+            "unseen_8grams": {"per_trace": unseen, "mean": float(np.mean(unseen)) if unseen else None}}

@@ -282,6 +282,12 @@ def render_html(report: dict, title: str = "TraceSynth evaluation") -> str:
             rep = lr_s["repeats"]
             rows.append([f"events in a {rep['span']}-event span repeated within {rep['reach']} "
                          f"(real test {_fmt(rep['reference'])})", rep["candidate"], lr_r["repeats"]["candidate"]])
+        start = per["fidelity"].get("startup")
+        if start and start["synthetic"]["edits"]["mean"] is not None:  # reports written before it have none
+            rows.append([f"edits from a training run's first {start['synthetic']['events']} events (8-grams there no "
+                         f"training run has: {_fmt(start['synthetic']['unseen_8grams']['mean'])}; real test "
+                         f"{_fmt(start['real_test']['unseen_8grams']['mean'])})", start["synthetic"]["edits"]["mean"],
+                         start["real_test"]["edits"]["mean"]])
         parts.append(_table(rows, ["fidelity (vs real test)", "synthetic", "real train (floor)"]))
         rows = tells(per)
         if rows:

@@ -216,7 +216,14 @@ def _headline(per: dict) -> dict:
         "event_jsd_real_floor": per["fidelity"]["real_vs_real"]["marginals"]["event_jsd"],
         "ngram4_coverage": (per["fidelity"]["synthetic_vs_real"]["ngrams"].get("4") or {}).get("coverage"),
         "ngram4_coverage_real_floor": (per["fidelity"]["real_vs_real"]["ngrams"].get("4") or {}).get("coverage"),
+        # edits from the nearest training run's first events (reports written before it: none)
+        "startup_edits": _startup(per, "synthetic"),
+        "startup_edits_real": _startup(per, "real_test"),
     }
+
+
+def _startup(per: dict, side: str):
+    return ((per["fidelity"].get("startup") or {}).get(side) or {}).get("edits", {}).get("mean")
 
 
 def _overall(workloads: dict) -> dict:
@@ -279,7 +286,10 @@ def _evaluate(train, test, synthetic, *, seeds, quick, workload, on_step) -> dic
         step(f"{name}: fidelity")
         with watch.section("fidelity"):
             per["fidelity"] = {"synthetic_vs_real": _fidelity(enc_syn, enc_test, syn, real_test, len(vocab)),
-                               "real_vs_real": _fidelity(enc_train, enc_test, real_train, real_test, len(vocab))}
+                               "real_vs_real": _fidelity(enc_train, enc_test, real_train, real_test, len(vocab)),
+                               # how the traces begin, against the training runs' beginnings
+                               "startup": {"synthetic": fidelity.startup(enc_syn, enc_train),
+                                           "real_test": fidelity.startup(enc_test, enc_train)}}
         step(f"{name}: long-range")
         with watch.section("long_range"):
             top, weights = longrange.top_events(enc_test)

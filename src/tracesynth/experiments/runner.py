@@ -214,6 +214,12 @@ def cell_metrics(report: dict, workload: str, predictor: str) -> dict:
         # share of events in a 33-event span that recurs exactly within 512 (`longrange.repeat_share`)
         "repeats": _get(per, "long_range", "synthetic_vs_real", "repeats", "candidate"),
         "repeats_real": _get(per, "long_range", "synthetic_vs_real", "repeats", "reference"),
+        # the first 256 events against the training runs' (`fidelity.startup`): edits to the
+        # nearest one, and 8-grams no training run has; the held-out run's beside them
+        "startup_edits": _get(per, "fidelity", "startup", "synthetic", "edits", "mean"),
+        "startup_edits_real": _get(per, "fidelity", "startup", "real_test", "edits", "mean"),
+        "startup_unseen_8gram": _get(per, "fidelity", "startup", "synthetic", "unseen_8grams", "mean"),
+        "startup_unseen_8gram_real": _get(per, "fidelity", "startup", "real_test", "unseen_8grams", "mean"),
         "copy_rate_256": _get(head, "copy_rate", "256"),
         "copy_rate_256_holdout": _get(head, "copy_rate_holdout", "256"),
         "privacy_flagged": head.get("privacy_flagged"),
