@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -99,7 +100,7 @@ def run(args, settings: list[str]) -> None:
 
         held_out = runs[args.test_run][:n]
         d, r = nearest(held_out)
-        print(f"\n{workload} ({directory})\n  held-out run {args.test_run}: distance {d} (to run {r}), "
+        print(f"\n{workload} ({Path(directory).name})\n  held-out run {args.test_run}: distance {d} (to run {r}), "
               f"unseen {unseen_8grams(held_out, training)}; training runs from each other: "
               f"{edit_distance(starts[train_runs[0]], starts[train_runs[-1]])}")
         for setting in settings:
