@@ -47,6 +47,8 @@ def test_baseline_then_evaluate_writes_a_self_contained_report(tmp_path, capsys)
     assert report["workloads"]["unit"]["headline"]["startup_edits"] == start["synthetic"]["edits"]["mean"]
     assert report["workloads"]["unit"]["headline"]["startup_edits_real"] == start["real_test"]["edits"]["mean"]
     assert "edits from a training run's first 256 events" in html
+    assert (f"unit: the first 256 events are {start['synthetic']['edits']['mean']:.1f} edits from the nearest "
+            f"training run's (held-out run: {start['real_test']['edits']['mean']:.1f})") in " ".join(out.split())
     assert len(re.findall(r"src='data:image/png;base64,", html)) == 3
     assert not re.search(r"(src|href)=['\"]https?:", html)  # nothing fetched from elsewhere
     assert not list(report_dir.glob(".tracesynth-tmp-*"))

@@ -201,6 +201,19 @@ def tell_summary(name: str, per: dict, length: str = "512") -> str | None:
     return line
 
 
+def startup_summary(name: str, per: dict) -> str | None:
+    """One line: how far the synthetic traces' first events are from the training runs' first
+    events, beside the held-out run (`fidelity.startup`); None where the report has none."""
+    start = per["fidelity"].get("startup")
+    if not start or start["synthetic"]["edits"]["mean"] is None:
+        return None
+    syn, real = start["synthetic"], start["real_test"]
+    return (f"{name}: the first {syn['events']} events are {_fmt(syn['edits']['mean'], 1)} edits from the "
+            f"nearest training run's (held-out run: {_fmt(real['edits']['mean'], 1)}), with "
+            f"{_fmt(syn['unseen_8grams']['mean'], 1)} 8-grams no training run has (held-out run: "
+            f"{_fmt(real['unseen_8grams']['mean'], 1)})")
+
+
 def repeats_advice(synthetic: float, real: float | None) -> str:
     """What the repeat shares say to do, measured on eight workloads (docs/model.md,
     "Self-conditioning"): where a plain model's sample repeats itself under half as much as real
