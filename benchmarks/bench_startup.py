@@ -34,19 +34,9 @@ import numpy as np
 import tracesynth.datasets as ds
 from tracesynth.evaluation import fidelity
 from tracesynth.errors import TraceSynthError
+from tracesynth.evaluation.windows import Vocabulary, encode
 
 SETTINGS = {"default": {}, "no-start-prior": {"start_prior": False}, "no-prior": {"ngram_weight": 0.0}}
-
-
-def edit_distance(a: list, b: list) -> int:
-    """`fidelity.edit_distance` (what `tracesynth evaluate` reports as `fidelity.startup`) on
-    event-name lists."""
-    names = {name: i for i, name in enumerate(dict.fromkeys(a + b))}
-    return fidelity.edit_distance(np.array([names[n] for n in a]), np.array([names[n] for n in b]))
-
-
-def unseen_8grams(events: list[str], training: set[tuple]) -> int:
-    return sum(tuple(events[i:i + 8]) not in training for i in range(len(events) - 7))
 
 
 def first_difference(events: list[str], reference: list[str]) -> str:
@@ -91,34 +81,39 @@ def run(args, settings: list[str]) -> None:
     for directory in args.models:
         gen = TraceSynth.load(directory, device="cpu")
         workload = gen.workloads_[0]
-        runs = {r: ds.load(workload, r).column("event").to_pylist() for r in [*train_runs, args.test_run]}
-        training = {tuple(run[i:i + 8]) for r in train_runs for run in [runs[r]] for i in range(len(run) - 7)}
-        starts = {r: runs[r][:n] for r in train_runs}
+        runs = {r: ds.load(workload, r) for r in [*train_runs, args.test_run]}
+        vocab = Vocabulary.from_traces(list(runs.values()))
+        training = [encode(runs[r], vocab) for r in train_runs]
+        names = {r: runs[r].column("event").to_pylist()[:n] for r in train_runs}
 
-        def nearest(events):
-            return min((edit_distance(events, starts[r]), r) for r in train_runs)
+        def measure(trace):
+            """(edits to the nearer training run, unseen 8-grams, that run), as `fidelity.startup`
+            counts them."""
+            enc = encode(trace, vocab)
+            by_run = {r: fidelity.edit_distance(enc.tokens[:n], t.tokens[:n]) for r, t in zip(train_runs, training)}
+            nearest = min(by_run, key=by_run.get)
+            return by_run[nearest], fidelity.startup([enc], training, n)["unseen_8grams"]["mean"], nearest
 
-        held_out = runs[args.test_run][:n]
-        d, r = nearest(held_out)
-        print(f"\n{workload} ({Path(directory).name})\n  held-out run {args.test_run}: distance {d} (to run {r}), "
-              f"unseen {unseen_8grams(held_out, training)}; training runs from each other: "
-              f"{edit_distance(starts[train_runs[0]], starts[train_runs[-1]])}")
+        d, u, r = measure(runs[args.test_run])
+        first, last = training[0].tokens[:n], training[-1].tokens[:n]
+        print(f"\n{workload} ({Path(directory).name})\n  held-out run {args.test_run}: distance {d:.0f} (to run {r}), "
+              f"unseen {u:.0f}; training runs from each other: {fidelity.edit_distance(first, last)}")
         for setting in settings:
             saved = {key: getattr(gen, key) for key in SETTINGS[setting]}
             for key, value in SETTINGS[setting].items():
                 setattr(gen, key, value)
             distances, unseen, example = [], [], ""
             for seed in range(args.seeds):
-                events = gen.generate(n, workload, seed, constraints="guided").column("event").to_pylist()[:n]
-                d, r = nearest(events)
+                trace = gen.generate(n, workload, seed, constraints="guided")
+                d, u, r = measure(trace)
                 distances.append(d)
-                unseen.append(unseen_8grams(events, training))
+                unseen.append(u)
                 if seed == 0:
-                    example = first_difference(events, starts[r])
+                    example = first_difference(trace.column("event").to_pylist()[:n], names[r])
             for key, value in saved.items():  # back to the model's own settings
                 setattr(gen, key, value)
-            print(f"  {setting:12s} distance {np.mean(distances):5.2f} ({min(distances)}-{max(distances)}), "
-                  f"unseen {np.mean(unseen):5.2f} ({min(unseen)}-{max(unseen)}); seed 0 {example}")
+            print(f"  {setting:12s} distance {np.mean(distances):5.2f} ({min(distances):.0f}-{max(distances):.0f}), "
+                  f"unseen {np.mean(unseen):5.2f} ({min(unseen):.0f}-{max(unseen):.0f}); seed 0 {example}")
 
 
 if __name__ == "__main__":

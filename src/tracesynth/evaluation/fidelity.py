@@ -248,6 +248,7 @@ def compare_threads(candidate: Sequence[Encoded], reference: Sequence[Encoded]) 
 
 # --- the trace start ---------------------------------------------------------------------------
 STARTUP_EVENTS = 256
+STARTUP_K = 8  # the k-grams whose absence from training marks a slip (a real run has almost none)
 
 
 def edit_distance(a: np.ndarray, b: np.ndarray) -> int:
@@ -266,23 +267,26 @@ def edit_distance(a: np.ndarray, b: np.ndarray) -> int:
     return int(prev[-1])
 
 
-def startup(candidate: Sequence[Encoded], training: Sequence[Encoded], events: int = STARTUP_EVENTS) -> dict:
+def startup(candidate: Sequence[Encoded], training: Sequence[Encoded], events: int = STARTUP_EVENTS,
+            training_8grams: np.ndarray | None = None) -> dict:
     """How each candidate trace begins against how the training traces begin: the edit distance
     of its first `events` event types to the nearest training trace's first `events`
     (`edits`, per trace and mean), and how many of its first `events` events' 8-grams occur in
     no training trace (`unseen_8grams`). Real runs of one command begin with the same execve and
     loader sequence, differing by a scheduler event pair here and there; a generated start-up
     that doubles or drops a call is further away and has unseen 8-grams. Meaningful when every
-    trace begins at its process's start (as recorded and generated traces do)."""
+    trace begins at its process's start (as recorded and generated traces do).
+    `training_8grams`: the training traces' sorted 8-gram hashes, where the caller has them."""
     starts = [t.tokens[:events] for t in training if len(t)]
-    known = np.unique(np.concatenate([kgram_hashes(t.tokens, 8) for t in training] or [np.zeros(0, np.uint64)]))
+    known = np.unique(hashes_of_many([t.tokens for t in training], STARTUP_K)) if training_8grams is None \
+        else training_8grams
     edits, unseen = [], []
     for trace in candidate:
         head = trace.tokens[:events]
         if not len(head) or not starts:
             continue
         edits.append(min(edit_distance(head, s) for s in starts))
-        grams = kgram_hashes(head, 8)
+        grams = kgram_hashes(head, STARTUP_K)
         unseen.append(int((~in_sorted(grams, known)).sum()) if len(grams) else 0)
     return {"events": events,
             "edits": {"per_trace": edits, "mean": float(np.mean(edits)) if edits else None},

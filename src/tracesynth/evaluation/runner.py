@@ -283,13 +283,15 @@ def _evaluate(train, test, synthetic, *, seeds, quick, workload, on_step) -> dic
         encoded[name] = (vocab, enc_train, enc_test, enc_syn)
         per: dict = {"events": {"train": _total(enc_train), "test": _total(enc_test), "synthetic": _total(enc_syn)},
                      "vocabulary": _vocabulary_report(vocab, syn, enc_syn)}
+        hashes = privacy.training_hashes(enc_train)  # the training runs' k-gram hashes, for both below
         step(f"{name}: fidelity")
         with watch.section("fidelity"):
+            known = hashes.get(fidelity.STARTUP_K)
             per["fidelity"] = {"synthetic_vs_real": _fidelity(enc_syn, enc_test, syn, real_test, len(vocab)),
                                "real_vs_real": _fidelity(enc_train, enc_test, real_train, real_test, len(vocab)),
                                # how the traces begin, against the training runs' beginnings
-                               "startup": {"synthetic": fidelity.startup(enc_syn, enc_train),
-                                           "real_test": fidelity.startup(enc_test, enc_train)}}
+                               "startup": {side: fidelity.startup(enc, enc_train, training_8grams=known)
+                                           for side, enc in (("synthetic", enc_syn), ("real_test", enc_test))}}
         step(f"{name}: long-range")
         with watch.section("long_range"):
             top, weights = longrange.top_events(enc_test)
@@ -317,7 +319,6 @@ def _evaluate(train, test, synthetic, *, seeds, quick, workload, on_step) -> dic
                                                    "events_only": scored(()) if channels else disc}
         step(f"{name}: privacy")
         with watch.section("privacy"):
-            hashes = privacy.training_hashes(enc_train)
             syn_eq, test_eq = _equal(enc_syn, enc_test)
             synthetic_priv = privacy.measure(syn_eq, enc_train, hashes)
             holdout_priv = privacy.measure(test_eq, enc_train, hashes)

@@ -138,8 +138,8 @@ class TraceSynth(Generator):
                  start_rate: float = START_RATE, phase_events: int | None = None, spread: int = SPREAD,
                  tid_temperature: float = TID_TEMPERATURE, support_rounds: int = SUPPORT_ROUNDS,
                  copy_rounds: int = COPY_ROUNDS, serial_guide: bool = True, guide_rounds: int = GUIDE_ROUNDS,
-                 ngram_weight: float = NGRAM_WEIGHT, ngram_rounds: int = NGRAM_ROUNDS,
-                 start_prior: bool = START_PRIOR, precision: str = SAMPLE_PRECISION, train_precision: str = TRAIN_PRECISION,
+                 ngram_weight: float = NGRAM_WEIGHT, ngram_rounds: int = NGRAM_ROUNDS, start_prior: bool = START_PRIOR,
+                 precision: str = SAMPLE_PRECISION, train_precision: str = TRAIN_PRECISION,
                  ngram_order: int = NGRAM_ORDER, self_condition: bool | None = None, keep_best: bool = False,
                  ema: float = EMA, val_fraction: float = VAL_FRACTION, start_rate_end: float | None = None):
         super().__init__(random_state)
@@ -186,8 +186,8 @@ class TraceSynth(Generator):
                 "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state",
                 "corrector_steps", "start_temperature", "start_rate", "start_rate_end", "phase_events", "spread",
                 "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds", "ngram_weight",
-                "ngram_rounds", "start_prior", "precision", "train_precision", "ngram_order", "self_condition", "keep_best", "ema",
-                "val_fraction")
+                "ngram_rounds", "start_prior", "precision", "train_precision", "ngram_order", "self_condition",
+                "keep_best", "ema", "val_fraction")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
