@@ -2,7 +2,7 @@
 events and the nearest training run's first events, beside the held-out run's own distance.
 
     .venv/bin/python benchmarks/bench_startup.py MODEL_DIR... [--events 128] [--seeds 4] \\
-        [--train-runs 1,2] [--test-run 3] [--settings default,no-start-prior]
+        [--train-runs 1,2] [--test-run 3] [--settings default,prior-from-512]
 
 Real runs of one command begin alike: the shell's execve, the dynamic loader's brk/mmap/access/
 openat sequence, libc's set-up, the program's own start. They differ by a scheduler event pair
@@ -16,7 +16,7 @@ the 8-grams of those events that no training run contains (slips: a held-out run
 almost none), and the first differing stretch of seed 0 against its nearer training run.
 
 Settings: `default` (the generator's defaults: the n-gram prior on every event),
-`no-start-prior` (`generate --no-start-prior`: no prior among a trace's first `trace_positions`
+`prior-from-128` / `prior-from-512` (`generate --prior-from N`: no prior among a trace's first N
 events, where the network's trace-position embedding places the start-up), `no-prior`
 (`--ngram-weight 0`). No timing: these are counts, not speeds. Results:
 `benchmarks/results/support/bench_startup.txt`; docs/model.md, "Start-up without the prior".
@@ -36,7 +36,8 @@ from tracesynth.evaluation import fidelity
 from tracesynth.errors import TraceSynthError
 from tracesynth.evaluation.windows import Vocabulary, encode
 
-SETTINGS = {"default": {}, "no-start-prior": {"start_prior": False}, "no-prior": {"ngram_weight": 0.0}}
+SETTINGS = {"default": {}, "prior-from-128": {"prior_from": 128}, "prior-from-512": {"prior_from": 512},
+            "no-prior": {"ngram_weight": 0.0}}
 
 
 def first_difference(events: list[str], reference: list[str]) -> str:
@@ -57,7 +58,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=4)
     parser.add_argument("--train-runs", default="1,2")
     parser.add_argument("--test-run", type=int, default=3)
-    parser.add_argument("--settings", default="default,no-start-prior")
+    parser.add_argument("--settings", default="default,prior-from-512")
     args = parser.parse_args()
     settings = args.settings.split(",")
     unknown = [s for s in settings if s not in SETTINGS]

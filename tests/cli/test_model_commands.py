@@ -153,11 +153,8 @@ def test_generate_ngram_weight_uses_the_saved_counts_and_says_so(trained, tmp_pa
     ngrams = load_model(model)[1].ngrams
     assert ngrams.knows("bug") and ngrams.k == 12  # train --ngram-order 12
     traces, notes = {}, {}
-    # 64 events: all among the trace's first `trace_positions`, which --no-start-prior leaves to
-    # the network
-    positions = load_model(model)[0].config.trace_positions
-    assert positions >= 64
-    for weight, rounds, start in (("0", "1", ()), ("1", "4", ()), ("50", "2", ()), ("50", "1", ("--no-start-prior",))):
+    # 64 events: all before event 100, which --prior-from 100 leaves to the network
+    for weight, rounds, start in (("0", "1", ()), ("1", "4", ()), ("50", "2", ()), ("50", "1", ("--prior-from", "100"))):
         key = weight + "".join(start)
         out = tmp_path / f"w{key}.parquet"
         capsys.readouterr()
@@ -170,9 +167,9 @@ def test_generate_ngram_weight_uses_the_saved_counts_and_says_so(trained, tmp_pa
     assert notes["1"].startswith("n-gram prior: weight 1, 4 parts a step ") and "up to 12 decided" in notes["1"]
     assert notes["1"].endswith("on each side)")
     assert notes["50"].startswith("n-gram prior: weight 50, 2 parts a step ")
-    assert notes["50--no-start-prior"].endswith(f"on each side, not on the first {positions} events)")
+    assert notes["50--prior-from100"].endswith("on each side, from event 100 of the trace on)")
     assert traces["0"] != traces["50"]  # the same seed draws other events once the counts weigh in
-    assert traces["0"] == traces["50--no-start-prior"]  # the start-up is the network's alone (one part a step,
+    assert traces["0"] == traces["50--prior-from100"]  # the start-up is the network's alone (one part a step,
     # as at weight 0: with several, the parts reveal in another order)
 
 

@@ -57,7 +57,7 @@ def _write(tmp_path, text: str) -> Path:
     ("tracesynth:\n  prefix_fraction: 1.0\n", "tracesynth.prefix_fraction", "in [0, 1)"),
     ("tracesynth:\n  ngram_order: 65\n", "tracesynth.ngram_order", "1-64"),
     ("tracesynth:\n  serial_guide: maybe\n", "tracesynth.serial_guide", "true"),
-    ("tracesynth:\n  start_prior: 1\n", "tracesynth.start_prior", "true/false or null"),
+    ("tracesynth:\n  prior_from: -1\n", "tracesynth.prior_from", "0 (every event) or more"),
     ("tracesynth:\n  train_precision: fp16\n", "tracesynth.train_precision", "auto, fp32, bf16"),
     ("tracesynth:\n  sample_precision: half\n", "tracesynth.sample_precision", "auto, fp32, bf16"),
     ("peers:\n  - name: gan\n", "peers[0].name", "unknown peer"),

@@ -444,10 +444,10 @@ def test_a_cached_prior_draws_exactly_what_the_same_prior_as_a_plain_callable_dr
     assert refreshes and all((fast[ch] == slow[ch]).all() for ch in fast)
 
 
-def test_without_start_prior_the_trace_start_is_drawn_by_the_network_alone(full_model):
-    """`start_prior=False`: the prior is left out at window positions among the trace's first
-    `trace_positions` events and applies after them; at offset 0 the window is drawn as
-    without a prior; a CachedPrior carried to a later window gets its rows back."""
+def test_before_prior_from_the_trace_start_is_drawn_by_the_network_alone(full_model):
+    """`prior_from` N: the prior is left out at window positions among the trace's first N
+    events and applies after them; at offset 0 a window shorter than N is drawn as without a
+    prior; a CachedPrior carried to a later window gets its rows back."""
     from tracesynth.encoding.ngrams import CachedPrior
 
     model, encoder, real = full_model
@@ -455,8 +455,7 @@ def test_without_start_prior_the_trace_start_is_drawn_by_the_network_alone(full_
     known_mask = {ch: np.arange(64) < 8 for ch in codes}
     vocab = encoder.vocab_sizes()["event"]
     target = int(codes["event"][0])
-    start = model.config.trace_positions
-    assert start > 64  # the tiny model's window lies among the first events at offset 0
+    start = 512  # past the tiny model's 64-event window at offset 0
 
     def force(window, positions, from_row=0):
         out = np.zeros((len(positions), vocab), dtype=np.float32)
@@ -467,23 +466,25 @@ def test_without_start_prior_the_trace_start_is_drawn_by_the_network_alone(full_
         return sample_window(model, codes, known_mask, 0, steps=4, generator=torch.Generator().manual_seed(3), **kw)
 
     plain = draw(offset=0)
-    assert all((draw(offset=0, event_prior=force, start_prior=False)[ch] == plain[ch]).all() for ch in plain)
-    assert (draw(offset=0, event_prior=force)["event"][8:] == target).all()  # start_prior=True: as before
+    assert all((draw(offset=0, event_prior=force, prior_from=start)[ch] == plain[ch]).all() for ch in plain)
+    assert (draw(offset=0, event_prior=force)["event"][8:] == target).all()  # prior_from 0: as before
     # a window straddling the end of the start-up: rows past it get the prior, the others not
-    straddle = draw(offset=start - 32, event_prior=force, start_prior=False)
+    straddle = draw(offset=start - 32, event_prior=force, prior_from=start)
     by_hand = draw(offset=start - 32, event_prior=lambda w, p: force(w, p, from_row=32))
     assert all((straddle[ch] == by_hand[ch]).all() for ch in plain)
     assert (straddle["event"][32:] == target).all()
     # the same with the n-gram counts in a CachedPrior, kept across windows as the pipeline does
     cached = CachedPrior(encoder.ngrams, "bug", 1.0)
-    assert all((draw(offset=0, event_prior=cached, start_prior=False)[ch] == plain[ch]).all() for ch in plain)
+    assert all((draw(offset=0, event_prior=cached, prior_from=start)[ch] == plain[ch]).all() for ch in plain)
     assert cached.quiet_before == start
-    far = draw(offset=10_000, event_prior=cached, start_prior=False)
+    far = draw(offset=10_000, event_prior=cached, prior_from=start)
     assert cached.quiet_before == 0
     fresh = draw(offset=10_000, event_prior=CachedPrior(encoder.ngrams, "bug", 1.0))
     assert all((far[ch] == fresh[ch]).all() for ch in plain)
     # unknown offset: nothing is known to be the start, the prior applies everywhere
-    assert (draw(event_prior=force, start_prior=False)["event"][8:] == target).all()
+    assert (draw(event_prior=force, prior_from=start)["event"][8:] == target).all()
+    with pytest.raises(ValueError):
+        draw(offset=0, event_prior=force, prior_from=-1)
 
 
 def test_bf16_network_samples_valid_seeded_windows_close_to_fp32(full_model):

@@ -215,10 +215,10 @@ def generate(
                                      help="With the n-gram prior: parts each denoising step's reveals are "
                                           "drawn in, the prior recomputed between them (1 = once a step; "
                                           "default: the model's)."),
-    start_prior: bool = typer.Option(None, "--start-prior/--no-start-prior",
-                                     help="Apply the n-gram prior among the trace's first events too, where "
-                                          "the model places the start-up by position (default: on; off "
-                                          "gives start-ups closer to one training run's, fewer rare events)."),
+    prior_from: int = typer.Option(None, "--prior-from",
+                                   help="With the n-gram prior: apply it from this event of the trace on, "
+                                        "leaving the start-up before it to the network (default: 0, every "
+                                        "event; 512 gives start-ups closer to one training run's)."),
     prefix_fraction: float = typer.Option(None, "--prefix-fraction",
                                           help="Share of each window after the first that repeats the "
                                                "previous window's last events as known context (in [0, 1); "
@@ -257,6 +257,7 @@ def generate(
         ("--guide-rounds", guide_rounds, "guide_rounds", 0, False),
         ("--ngram-weight", ngram_weight, "ngram_weight", 0, False),
         ("--ngram-rounds", ngram_rounds, "ngram_rounds", 1, False),
+        ("--prior-from", prior_from, "prior_from", 0, False),
     )
     for flag, value, _, least, strict in overrides:
         if value is not None and (value <= least if strict else value < least):
@@ -270,8 +271,6 @@ def generate(
         gen.prefix_fraction = prefix_fraction
     if serial_guide is not None:
         gen.serial_guide = serial_guide
-    if start_prior is not None:
-        gen.start_prior = start_prior
     if self_condition is not None:
         if self_condition and not gen.model_.config.self_condition:
             raise ConfigError(f"--self-condition: {model_dir} was trained without self-conditioning "
@@ -328,8 +327,7 @@ def _ngram_note(gen, workload: str) -> str:
         return "n-gram prior: off (model saved without its training n-gram counts)"
     if not gen.ngram_weight:
         return "n-gram prior: off (--ngram-weight 0)"
-    positions = gen.model_.config.trace_positions
-    where = "" if gen.start_prior or not positions else f", not on the first {positions} events"
+    where = f", from event {gen.prior_from} of the trace on" if gen.prior_from else ""
     return (f"n-gram prior: weight {gen.ngram_weight:g}, {gen.ngram_rounds} parts a step (training runs' "
             f"events next to up to {ngrams.k} decided ones on each side{where})")
 

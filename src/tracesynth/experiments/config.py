@@ -81,7 +81,7 @@ class TraceSynthSettings:
     guide_rounds: int | None = None  # guided: redraw rounds after the last step (None: default; 0: off)
     ngram_weight: float | None = None  # power of the n-gram prior at draw time (None: default; 0: off)
     ngram_rounds: int | None = None  # parts each step's reveals are drawn in under the prior (None: default)
-    start_prior: bool | None = None  # the prior among a trace's first events too (None: default, on)
+    prior_from: int | None = None  # the event of a trace the prior applies from (None: default, 0 = all)
     sample_precision: str | None = None  # what the network samples in: auto, fp32, bf16 (None: default, fp32)
     prefix_fraction: float | None = None  # share of a continuation window given by the previous one (None: 0.25)
 
@@ -307,6 +307,8 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
         _fail(source, "tracesynth.ngram_order", f"must be 1-{MAX_ORDER}, got {ts.ngram_order}")
     if ts.ngram_rounds is not None and ts.ngram_rounds < 1:
         _fail(source, "tracesynth.ngram_rounds", f"must be 1 or more, got {ts.ngram_rounds}")
+    if ts.prior_from is not None and ts.prior_from < 0:
+        _fail(source, "tracesynth.prior_from", f"must be 0 (every event) or more, got {ts.prior_from}")
     from tracesynth.model.precision import PRECISIONS  # (loads torch: only when validating)
 
     for key in ("train_precision", "sample_precision"):

@@ -67,15 +67,15 @@ NGRAM_WEIGHT = 1.0
 # from what the parts before decided (no extra network call): at 1, neighbours revealed in one
 # step ignore each other (build: 27% of 8-grams unseen in training; 4 parts: 12%).
 NGRAM_ROUNDS = 4
-# Whether the n-gram prior also applies among a trace's first `trace_positions` events. There the
-# network's trace-position embedding places each start-up event while counts read from decided
-# neighbours pull towards another training run's layout (runs' start-ups differ by a scheduler
-# event pair here and there), and the two together splice layouts into a doubled or dropped call
-# (tar: `>brk <brk >brk <brk`). Off (`generate --no-start-prior`), start-ups follow one training
-# run closely (scimark, tar, sqlite) but the rare one-off events of pybench's start-up get lost
-# and TSTR/TRTR fell on four of eight workloads (mean 0.981 -> 0.971), so it stays on. Measured
-# in docs/model.md, "Start-up without the prior".
-START_PRIOR = True
+# The event of a trace from which the n-gram prior applies (0: every event). Before it the
+# network's trace-position embedding alone places each start-up event; with the prior there,
+# counts read from decided neighbours pull towards another training run's layout (runs'
+# start-ups differ by a scheduler event pair here and there) and the two together splice layouts
+# into a doubled or dropped call (tar: `>brk <brk >brk <brk`). From event 512 on (`generate
+# --prior-from 512`), start-ups follow one training run closely (scimark, tar, sqlite) but
+# pybench's one-off start-up calls get lost and TSTR/TRTR fell on four of eight workloads (mean
+# 0.981 -> 0.971), so the default is 0. Measured in docs/model.md, "Start-up without the prior".
+PRIOR_FROM = 0
 # The prior's longest context (training: the tables are counted then), encoding.ngrams.K = 8;
 # 32 with 256 parts a step (`train --ngram-order 32`, `generate --ngram-rounds 256`) is the
 # slow, closer-to-real mode (docs/model.md, "Sequential draws").
@@ -138,7 +138,7 @@ class TraceSynth(Generator):
                  start_rate: float = START_RATE, phase_events: int | None = None, spread: int = SPREAD,
                  tid_temperature: float = TID_TEMPERATURE, support_rounds: int = SUPPORT_ROUNDS,
                  copy_rounds: int = COPY_ROUNDS, serial_guide: bool = True, guide_rounds: int = GUIDE_ROUNDS,
-                 ngram_weight: float = NGRAM_WEIGHT, ngram_rounds: int = NGRAM_ROUNDS, start_prior: bool = START_PRIOR,
+                 ngram_weight: float = NGRAM_WEIGHT, ngram_rounds: int = NGRAM_ROUNDS, prior_from: int = PRIOR_FROM,
                  precision: str = SAMPLE_PRECISION, train_precision: str = TRAIN_PRECISION,
                  ngram_order: int = NGRAM_ORDER, self_condition: bool | None = None, keep_best: bool = False,
                  ema: float = EMA, val_fraction: float = VAL_FRACTION, start_rate_end: float | None = None):
@@ -168,7 +168,7 @@ class TraceSynth(Generator):
         self.guide_rounds = guide_rounds
         self.ngram_weight = ngram_weight
         self.ngram_rounds = ngram_rounds
-        self.start_prior = start_prior  # sampling: the n-gram prior among the trace's first events too
+        self.prior_from = prior_from  # sampling: the n-gram prior from this event of the trace on
         self.precision = precision  # sampling
         self.train_precision = train_precision
         self.ngram_order = ngram_order  # training: the n-gram tables' longest context
@@ -186,7 +186,7 @@ class TraceSynth(Generator):
                 "guidance_scale", "temperature", "prefix_fraction", "constraints", "device", "random_state",
                 "corrector_steps", "start_temperature", "start_rate", "start_rate_end", "phase_events", "spread",
                 "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds", "ngram_weight",
-                "ngram_rounds", "start_prior", "precision", "train_precision", "ngram_order", "self_condition",
+                "ngram_rounds", "prior_from", "precision", "train_precision", "ngram_order", "self_condition",
                 "keep_best", "ema", "val_fraction")
         return {k: getattr(self, k) for k in keys}
 
@@ -265,7 +265,7 @@ class TraceSynth(Generator):
                          channel_temperature={"tid": self.tid_temperature},
                          support_rounds=self.support_rounds, copy_rounds=self.copy_rounds,
                          guide_rounds=self.guide_rounds, ngram_weight=self.ngram_weight,
-                         ngram_rounds=self.ngram_rounds, start_prior=self.start_prior,
+                         ngram_rounds=self.ngram_rounds, prior_from=self.prior_from,
                          precision=self.precision,
                          self_condition=self.self_condition is not False)
         if single_thread:  # so `check` (and the evaluation's validity) read it as one thread too

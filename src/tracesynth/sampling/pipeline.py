@@ -54,7 +54,7 @@ def generate(
     guide_rounds: int = 0,
     ngram_weight: float = 0.0,
     ngram_rounds: int = 1,
-    start_prior: bool = True,
+    prior_from: int = 0,
     precision: str = "fp32",
     self_condition: bool = True,
 ) -> Trace:
@@ -68,8 +68,8 @@ def generate(
     what still breaks a rule after each window's last step. `ngram_weight` > 0 multiplies the
     event distributions by the training traces' n-gram evidence on both sides, to that power
     (`encoding.ngrams`; a model saved without the counts: no-op), recomputed `ngram_rounds`
-    times per denoising step (`sample_window`'s `prior_rounds`); `start_prior=False` leaves the
-    prior out among the trace's first `trace_positions` events. `precision`: what the network
+    times per denoising step (`sample_window`'s `prior_rounds`); `prior_from` > 0 leaves the
+    prior out among the trace's first `prior_from` events. `precision`: what the network
     runs in (`model.precision`: fp32, bf16, or auto = bf16 where the device does it natively).
     `self_condition`: a self-conditioned model reads its previous step's estimates (False: none)."""
     if workload not in encoder.workloads:
@@ -145,7 +145,7 @@ def generate(
                                   spread=spread, channel_temperature=channel_temperature,
                                   support_cover=support_cover, support_rounds=support_rounds,
                                   copy_guard=copy_guard, copy_rounds=copy_rounds, guide_rounds=guide_rounds,
-                                  event_prior=event_prior, prior_rounds=ngram_rounds, start_prior=start_prior,
+                                  event_prior=event_prior, prior_rounds=ngram_rounds, prior_from=prior_from,
                                   precision=precision,
                                   self_condition=self_condition)
             cols = decoder.decode_window(codes, start, slot_tids.copy())

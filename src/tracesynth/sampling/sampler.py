@@ -134,7 +134,7 @@ def sample_window(
     corrector_steps: int = 0,
     corrector_fraction: float = 0.05,
     start_temperature: float | None = None,
-    start_prior: bool = True,
+    prior_from: int = 0,
     spread: int = 0,
     channel_temperature: dict[str, float] | None = None,
     support_cover: Callable[[np.ndarray], np.ndarray] | None = None,
@@ -156,7 +156,8 @@ def sample_window(
     event channel's class names), event names that would break a rule given the events
     already decided are ruled out before drawing. `start_temperature` (with a known offset)
     replaces `temperature` for the events among the trace's first `trace_positions`;
-    `start_prior=False` (with a known offset) gives those events no `event_prior`. `spread`
+    `prior_from` > 0 (with a known offset) gives the events before the trace's `prior_from`-th
+    no `event_prior`. `spread`
     (confidence order only): tokens revealed in one step stay more than this many positions
     apart where the step's quota allows. `channel_temperature` divides a channel's logits
     before drawing and ranking (so it multiplies `temperature` for that channel).
@@ -186,6 +187,8 @@ def sample_window(
         raise ValueError("spread must be >= 0")
     if prior_rounds < 1:
         raise ValueError("prior rounds must be >= 1")
+    if prior_from < 0:
+        raise ValueError("prior_from must be >= 0")
     channel_temperature = {ch: float(v) for ch, v in (channel_temperature or {}).items() if v != 1.0}
     if any(v <= 0 for v in channel_temperature.values()):
         raise ValueError("channel temperatures must be positive")
@@ -223,9 +226,7 @@ def sample_window(
         # The start-up's rows without the prior: the network's trace-position embedding places
         # each start-up event, and counts read from decided neighbours would splice training
         # runs whose start-ups differ by a few scheduler events into a doubled or dropped call.
-        quiet = 0
-        if not start_prior and offset is not None:
-            quiet = max(0, model.config.trace_positions - int(offset))
+        quiet = 0 if offset is None else max(0, int(prior_from) - int(offset))
         if callable(getattr(event_prior, "quiet", None)):
             event_prior.quiet(quiet)  # a CachedPrior lives across windows: set (or clear) it each time
         elif quiet:
