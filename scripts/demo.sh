@@ -90,7 +90,7 @@ step "8. check both synthetic traces against kernel semantics; repair the Markov
 $TS check "$OUT/tracesynth.parquet" "$OUT/markov8.parquet" || true
 $TS repair "$OUT/markov8.parquet" -o "$OUT/markov8-repaired.parquet" --edits "$OUT/markov8-edits.jsonl"
 
-step "9. evaluate both against the held-out real run 3 (TSTR/TRTR, fidelity, discriminative and what gives windows away, repeated spans, privacy)"
+step "9. evaluate both against the held-out real run 3 (TSTR/TRTR, fidelity and the start-up, discriminative and what gives windows away, repeated spans, privacy)"
 for gen in tracesynth markov8; do
     $TS evaluate --train "$W/run1.parquet" "$W/run2.parquet" --test "$W/run3.parquet" \
         --synthetic "$OUT/$gen.parquet" -o "$OUT/report-$gen" --quick --seeds 1
