@@ -112,3 +112,16 @@ def test_discriminative_table_counts_what_told_cells_apart():
     assert "| 0.300 ± 0.0" in row
     # a results file from before the columns: empty, shown as "—"
     assert _row(markdown, "tracesynth", "light", "4096", "none", "0.700 ± 0.000").endswith("| — | — | — |")
+
+
+def test_tracesynth_table_shows_the_start_up_beside_the_held_out_run():
+    frame = read_csv(DATA)  # written before the start-up columns: shown as "—"
+    run = {"config": {"name": "fixture", "data": {"train_runs": [1, 2], "test_runs": [3]}}, "budget": 0.5,
+           "train_steps": 150}
+    assert "| — | " in _row(render_markdown(frame, run), "stream", "light", "256", "none")
+    cells = (frame["generator"] == "tracesynth") & (frame["workload"] == "stream") & (frame["channels"] == "light") \
+        & (frame["context"] == 256) & (frame["constraints"] == "none")
+    frame.loc[cells, "startup_edits"] = [2.0, 4.0]
+    frame.loc[cells, "startup_edits_real"] = 31.0
+    row = _row(render_markdown(frame, run), "stream", "light", "256", "none")
+    assert f"| 3.0 ± {T_975_1 * 1.0:.1f} (31) |" in row  # mean ± t·sd/√n of 2 and 4, then the held-out run's
