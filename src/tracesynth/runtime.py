@@ -44,9 +44,22 @@ MMAP_THRESHOLD = 32 * 1024 * 1024  # the top of glibc's own adaptive range (DEFA
 TRIM_THRESHOLD = 256 * 1024 * 1024
 
 
+#: Whether `passive_openmp_threads` set OMP_WAIT_POLICY (the user had not): then a child process
+#: may be started without it (`experiments.sampling_process`).
+_PASSIVE_SET_HERE = False
+
+
 def passive_openmp_threads() -> None:
     """OMP_WAIT_POLICY=PASSIVE unless the user set a policy (no effect once torch is loaded)."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    global _PASSIVE_SET_HERE
+    if "OMP_WAIT_POLICY" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+        _PASSIVE_SET_HERE = True
+
+
+def passive_set_here() -> bool:
+    """True when this process's passive OpenMP threads are TraceSynth's choice, not the user's."""
+    return _PASSIVE_SET_HERE and os.environ.get("OMP_WAIT_POLICY") == "PASSIVE"
 
 
 def keep_freed_memory(mmap_threshold: int = MMAP_THRESHOLD, trim: int = TRIM_THRESHOLD) -> bool:

@@ -181,6 +181,9 @@ def render_markdown(frame: pd.DataFrame, run: dict | None = None, plots: list | 
         out.append(f"Environment: Python {env.get('python')}, torch {env.get('torch')}, "
                    f"{'GPU ' + env['gpu'] if env.get('gpu') else 'CPU'}, {env.get('torch_threads')} torch threads"
                    + (f" (OpenMP wait policy: {env['omp_wait_policy']})" if env.get("omp_wait_policy") else "")
+                   + (f"; sampling: {env['sampling_wait_policy']}"
+                      if env.get("sampling_wait_policy", env.get("omp_wait_policy")) != env.get("omp_wait_policy")
+                      else "")
                    + f", {env.get('platform')}.")
     data = config.get("data", {})
     if data:

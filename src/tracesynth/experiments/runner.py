@@ -151,9 +151,11 @@ def same_config(saved, current) -> bool:
 
 def environment() -> dict:
     """What the figures depend on besides the config. The OpenMP wait policy is among them:
-    sampling with passive threads (what `tracesynth experiment` runs with, since it trains too)
-    took 1.3-1.45x the time of `tracesynth generate`'s spinning ones on idle cores
-    (`benchmarks/results/support/bench_threads_policy.txt`)."""
+    sampling with passive threads (what `tracesynth experiment` trains with) took 1.3-1.45x the
+    time of `tracesynth generate`'s spinning ones on idle cores
+    (`benchmarks/results/support/bench_threads_policy.txt`); `sampling_wait_policy` says what
+    TraceSynth cells sampled with (`sampling_process`: a child with libgomp's default where the
+    passive policy was TraceSynth's own choice)."""
     import os
 
     import torch
@@ -163,10 +165,20 @@ def environment() -> dict:
     env = {"python": platform.python_version(), "platform": platform.platform(), "torch": torch.__version__,
            "tracesynth": getattr(tracesynth, "__version__", "?"), "cuda": torch.cuda.is_available(),
            "torch_threads": torch.get_num_threads(),
-           "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "libgomp default")}
+           "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "libgomp default"),
+           "sampling_wait_policy": ("libgomp default (TraceSynth cells on the CPU sampled in a child process)"
+                                    if sample_in_child() else os.environ.get("OMP_WAIT_POLICY", "libgomp default"))}
     if torch.cuda.is_available():
         env["gpu"] = torch.cuda.get_device_name(0)
     return env
+
+
+def sample_in_child() -> bool:
+    """Whether CPU TraceSynth cells are sampled in a child process (`sampling_process`): when this
+    process's OpenMP threads are passive by TraceSynth's choice, not the user's."""
+    from tracesynth.runtime import passive_set_here
+
+    return passive_set_here()
 
 
 # --- metrics of one cell ---------------------------------------------------------------------
@@ -329,6 +341,45 @@ def run_experiment(config: ExperimentConfig, out_dir: str | Path, *, budget: flo
         if on_message:
             on_message(line)
     counts = {"cells": len(cells), "skipped": 0, "ok": 0, "error": 0}
+    with _Sampler() as sampler:
+        _run_groups(config, cells, out_dir, steps, budget, report, counts, sampler)
+    write_results(out_dir)
+    return counts
+
+
+class _Sampler:
+    """Samples a TraceSynth cell: in a child process with `generate`'s OpenMP threads where
+    `sample_in_child` says so and the model is on the CPU (started at the first such cell, ended
+    with the run), in this process otherwise."""
+
+    def __init__(self):
+        self._child = None
+
+    def generate(self, generator, model_dir: Path, n_events: int, cell: Cell):
+        """(trace, sampling seconds)."""
+        on_cpu = next(generator.model_.parameters()).device.type == "cpu"
+        if on_cpu and model_dir.exists() and sample_in_child():
+            if self._child is None:
+                import torch
+
+                from tracesynth.experiments.sampling_process import SamplingProcess
+
+                self._child = SamplingProcess(torch.get_num_threads())
+            return self._child.generate(model_dir, generator.get_params(), n_events, cell.workload, cell.seed,
+                                        cell.constraints)
+        start = time.perf_counter()
+        trace = generator.generate(n_events, cell.workload, cell.seed, constraints=cell.constraints)
+        return trace, time.perf_counter() - start
+
+    def __enter__(self) -> _Sampler:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._child is not None:
+            self._child.close()
+
+
+def _run_groups(config, cells, out_dir, steps, budget, report, counts, sampler) -> None:
     splits: dict[str, Split] = {}
     for _model_id, group in model_groups(cells):
         pending = [c for c in group if not is_finished(out_dir, c)]
@@ -355,14 +406,13 @@ def run_experiment(config: ExperimentConfig, out_dir: str | Path, *, budget: flo
         except Exception as exc:  # noqa: BLE001 — recorded per cell, never hidden
             failure = _describe(exc, "train")
         for cell in pending:
-            result = _failed(cell, failure) if failure else _run_cell(config, cell, generator, train_seconds, info,
-                                                                      split, steps, report)
+            result = _failed(cell, failure) if failure else _run_cell(
+                config, cell, generator, train_seconds, info, split, steps, report,
+                lambda n, c=cell, g=generator: sampler.generate(g, out_dir / MODELS_DIR / c.model_id, n, c))
             result["budget"] = budget
             write_cell(out_dir, cell, result)
             counts[result["status"]] += 1
             report("done" if result["status"] == "ok" else "error", cell, True)
-    write_results(out_dir)
-    return counts
 
 
 def _describe(exc: BaseException, phase: str) -> dict:
@@ -377,18 +427,19 @@ def _failed(cell: Cell, failure: dict) -> dict:
             "model_id": cell.model_id, "status": "error", "error": failure, "metrics": {}}
 
 
-def _run_cell(config, cell, generator, train_seconds, info, split, steps, report) -> dict:
+def _run_cell(config, cell, generator, train_seconds, info, split, steps, report, sample_tracesynth) -> dict:
+    """`sample_tracesynth(n_events) -> (trace, seconds)`: how a TraceSynth cell is sampled (`_Sampler`)."""
     from tracesynth.evaluation.runner import evaluate
 
     n_events = split.n_test_events
     try:
         report("generate", cell, False)
-        start = time.perf_counter()
         if cell.generator == TRACESYNTH:
-            synthetic = generator.generate(n_events, cell.workload, cell.seed, constraints=cell.constraints)
+            synthetic, sample_seconds = sample_tracesynth(n_events)
         else:
+            start = time.perf_counter()
             synthetic = generator.sample(n_events, workload=cell.workload, seed=cell.seed)
-        sample_seconds = time.perf_counter() - start
+            sample_seconds = time.perf_counter() - start
     except Exception as exc:  # noqa: BLE001
         return _failed(cell, _describe(exc, "generate"))
     synthetic.meta.workload = cell.workload
