@@ -374,9 +374,9 @@ class _Sampler:
     def __enter__(self) -> _Sampler:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
         if self._child is not None:
-            self._child.close()
+            self._child.close(interrupted=exc_type is not None)
 
 
 def _run_groups(config, cells, out_dir, steps, budget, report, counts, sampler) -> None:

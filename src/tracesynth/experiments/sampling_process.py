@@ -30,8 +30,13 @@ from tracesynth.schema import Trace
 
 def _start(threads: int) -> None:
     """The child's set-up, before anything imports torch: the CLI's heap settings, the parent's
-    thread count."""
+    thread count. Ctrl-C reaches the whole process group; the parent handles it (and stops the
+    child), so the child ignores it rather than print a traceback of its idle wait."""
+    import signal
+
     from tracesynth.runtime import keep_freed_memory
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     keep_freed_memory()
     import torch
@@ -82,12 +87,17 @@ class SamplingProcess:
                                                    constraints, str(out)))
             return load_trace(out, "parquet"), seconds
 
-    def close(self) -> None:
-        self._pool.close()
+    def close(self, interrupted: bool = False) -> None:
+        """Let the child finish and exit; `interrupted` (the run stopped by an error or Ctrl-C):
+        stop it at once, whatever it is drawing."""
+        if interrupted:
+            self._pool.terminate()
+        else:
+            self._pool.close()
         self._pool.join()
 
     def __enter__(self) -> SamplingProcess:
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(interrupted=exc_type is not None)
