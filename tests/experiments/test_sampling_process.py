@@ -71,3 +71,20 @@ def test_the_experiment_samples_in_a_child_only_where_passive_was_its_own_choice
         # what the traces score, timings aside: the same traces either way
         events[own] = [(m["events_synthetic"], m["tstr"], m["unseen_8gram"], m["startup_edits"]) for m in metrics]
     assert events[True] == events[False] and [e[0] for e in events[True]] == [1200, 1200]
+
+
+def test_where_no_child_can_start_the_cells_are_sampled_here(tmp_path, monkeypatch):
+    if "stream" not in ds.workloads():
+        pytest.skip("bundled dataset not present")
+    import tracesynth.experiments.sampling_process as sampling_process
+
+    def refuse(threads):
+        raise OSError("[Errno 38] Function not implemented")  # what SemLock says without /dev/shm
+
+    monkeypatch.setattr(sampling_process, "SamplingProcess", refuse)
+    monkeypatch.setattr(runtime, "_PASSIVE_SET_HERE", True)
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
+    config_file = tmp_path / "child.yaml"
+    config_file.write_text(CONFIG)
+    with pytest.warns(RuntimeWarning, match="sampling in this process .* no child process"):
+        assert run_experiment(load_config(config_file), tmp_path / "out")["ok"] == 2

@@ -354,22 +354,37 @@ class _Sampler:
 
     def __init__(self):
         self._child = None
+        self._no_child = False  # the child could not be started here: sample in this process
 
     def generate(self, generator, model_dir: Path, n_events: int, cell: Cell):
         """(trace, sampling seconds)."""
         on_cpu = next(generator.model_.parameters()).device.type == "cpu"
-        if on_cpu and model_dir.exists() and sample_in_child():
+        if on_cpu and model_dir.exists() and sample_in_child() and not self._no_child:
             if self._child is None:
-                import torch
-
-                from tracesynth.experiments.sampling_process import SamplingProcess
-
-                self._child = SamplingProcess(torch.get_num_threads())
-            return self._child.generate(model_dir, generator.get_params(), n_events, cell.workload, cell.seed,
-                                        cell.constraints)
+                self._child = self._start()
+            if self._child is not None:
+                return self._child.generate(model_dir, generator.get_params(), n_events, cell.workload, cell.seed,
+                                            cell.constraints)
         start = time.perf_counter()
         trace = generator.generate(n_events, cell.workload, cell.seed, constraints=cell.constraints)
         return trace, time.perf_counter() - start
+
+    def _start(self):
+        """The child, or None (said once) where the system cannot start one (no /dev/shm for
+        multiprocessing's locks, a process limit): the cells are then sampled here, passive."""
+        import warnings
+
+        import torch
+
+        from tracesynth.experiments.sampling_process import SamplingProcess
+
+        try:
+            return SamplingProcess(torch.get_num_threads())
+        except OSError as exc:
+            self._no_child = True
+            warnings.warn(f"sampling in this process (passive OpenMP threads): no child process ({exc})",
+                          RuntimeWarning, stacklevel=2)
+            return None
 
     def __enter__(self) -> _Sampler:
         return self
