@@ -162,12 +162,12 @@ def environment() -> dict:
 
     import tracesynth
 
+    policy = os.environ.get("OMP_WAIT_POLICY", "libgomp default")
     env = {"python": platform.python_version(), "platform": platform.platform(), "torch": torch.__version__,
            "tracesynth": getattr(tracesynth, "__version__", "?"), "cuda": torch.cuda.is_available(),
-           "torch_threads": torch.get_num_threads(),
-           "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "libgomp default"),
+           "torch_threads": torch.get_num_threads(), "omp_wait_policy": policy,
            "sampling_wait_policy": ("libgomp default (TraceSynth cells on the CPU sampled in a child process)"
-                                    if sample_in_child() else os.environ.get("OMP_WAIT_POLICY", "libgomp default"))}
+                                    if sample_in_child() else policy)}
     if torch.cuda.is_available():
         env["gpu"] = torch.cuda.get_device_name(0)
     return env
