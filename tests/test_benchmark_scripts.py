@@ -23,3 +23,20 @@ def test_a_benchmark_script_imports_and_has_a_main(name, monkeypatch):
     if name not in HELPERS:
         assert callable(getattr(module, "main", None)), f"{name}: no main()"
         assert module.__doc__, f"{name}: no docstring saying what it measures"
+
+
+def test_holdout_rotation_reads_the_published_headline(capsys, monkeypatch):
+    """The rotation table on the committed headline run (held out: run 3) and the peers run:
+    the README's figures come back, and a folder without run.json is a one-line error."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import holdout_rotation
+
+    results = BENCHMARKS / "results"
+    assert holdout_rotation.main([str(results / "experiments-guide-rounds-ngram"),
+                                  str(results / "experiments-peers-sequence")]) == 0
+    out = capsys.readouterr().out
+    assert "| mean | 0.984 | 0.984 | — |" in out  # TraceSynth's TSTR/TRTR, README's headline
+    assert "| gzip | 0.78 (0.87) |" in out  # Markov-8's disc@512 on event types (floor)
+    assert "held out 3: TSTR/TRTR mean 0.984 over 8 workloads" in out
+    assert holdout_rotation.main([str(results / "support")]) == 2
+    assert "no run.json" in capsys.readouterr().err
