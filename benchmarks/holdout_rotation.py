@@ -34,6 +34,8 @@ METRICS = [
     ("types_2048", "types_floor_2048", 2, "disc@2048 on event types (floor in brackets)"),
     ("copy_rate_256", "copy_rate_256_holdout", 2, "copy rate of 256-event spans (held-out run's in brackets)"),
     ("startup_edits", "startup_edits_real", 1, "start-up edits, first 256 events (held-out run's in brackets)"),
+    ("cadence_octaves", "cadence_octaves_real", 2, "cadence: recurring events' gaps off the held-out run's, "
+     "octaves (a training run's in brackets)"),
 ]
 
 

@@ -49,6 +49,12 @@ def test_baseline_then_evaluate_writes_a_self_contained_report(tmp_path, capsys)
     assert "edits from a training run's first 256 events" in html
     assert (f"unit: the first 256 events are {start['synthetic']['edits']['mean']:.1f} edits from the nearest "
             f"training run's (held-out run: {start['real_test']['edits']['mean']:.1f})") in " ".join(out.split())
+    # cadence: recurring events' gaps, beside a training run's, in the headline, HTML and terminal
+    cadence = report["workloads"]["unit"]["long_range"]["synthetic_vs_real"]["cadence"]
+    assert cadence["events"] and report["workloads"]["unit"]["headline"]["cadence_octaves"] == cadence["mean_octaves"]
+    assert report["workloads"]["unit"]["headline"]["cadence_octaves_real"] is not None
+    assert "Cadence: gaps between a recurring event" in html
+    assert f"unit: recurring events' gaps are {cadence['mean_octaves']:.2f} octaves" in " ".join(out.split())
     assert len(re.findall(r"src='data:image/png;base64,", html)) == 3
     assert not re.search(r"(src|href)=['\"]https?:", html)  # nothing fetched from elsewhere
     assert not list(report_dir.glob(".tracesynth-tmp-*"))

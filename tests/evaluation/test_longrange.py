@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from evaluation.constructed import chain_trace, cycle_trace
 
@@ -168,3 +170,43 @@ def test_tells_name_what_differs_and_nothing_between_real_runs():
     assert floor["tells"][0]["accuracy_alone"] < 0.8
     plain = longrange.discriminative([other], [real], seeds=[0], lengths=[512], channels=())["512"]
     assert "tells" not in plain and plain["accuracy_mean"] == floor["accuracy_mean"]  # explaining changes no score
+
+
+def _fileio(run: int, n: int = 32_768):
+    import tracesynth.datasets as ds
+
+    return ds.load("fileio", run).slice(0, n)
+
+
+def test_cadence_sees_real_fileio_sync_every_256_writes_and_a_random_one():
+    """Every real fileio run syncs every 256 writes (`fdatasync` every ~523 events): two runs
+    agree on it within a fraction of an octave. The same run with each sync pair moved to a
+    random place among the writes keeps its event mix and grammar, and its fdatasync gaps come
+    out furthest from real; an event type that never comes back counts as one trace-long gap."""
+    real, other = _fileio(1), _fileio(3)
+    vocab = Vocabulary.from_traces([real, other])
+    enc_real, enc_other = encode(real, vocab), encode(other, vocab)
+    itself = longrange.compare_cadence([enc_real], [enc_real], vocab.names)
+    assert itself["mean_octaves"] == 0.0 and itself["events"]
+    runs = {r["event"]: r for r in longrange.compare_cadence([enc_other], [enc_real], vocab.names)["events"]}
+    assert runs["syscall_entry_fdatasync"]["octaves"] < 0.2
+    assert 500 < runs["syscall_entry_fdatasync"]["median_reference"] < 560
+
+    tokens = enc_real.tokens  # each sync pair moved before a randomly chosen write
+    entry, exit_ = (vocab.names.index(f"syscall_{side}_fdatasync") for side in ("entry", "exit"))
+    write = vocab.names.index("syscall_entry_write")
+    kept = tokens[~np.isin(tokens, [entry, exit_])]
+    n_pairs = int((tokens == entry).sum())
+    at = np.sort(np.random.default_rng(0).choice(np.flatnonzero(kept == write), n_pairs, replace=False))
+    moved = np.insert(kept, np.repeat(at, 2), np.tile([entry, exit_], n_pairs))
+    assert np.array_equal(np.bincount(moved), np.bincount(tokens))  # the same event mix
+    shuffled = longrange.compare_cadence([replace(enc_real, tokens=moved)], [enc_real], vocab.names)
+    worst = shuffled["events"][0]
+    assert worst["event"].endswith("fdatasync") and worst["octaves"] > 1.0
+    assert shuffled["mean_octaves"] > longrange.compare_cadence([enc_other], [enc_real])["mean_octaves"]
+
+    dropped = np.where(np.isin(tokens, [entry, exit_]), write, tokens)
+    gone = {r["event"]: r for r in longrange.compare_cadence([replace(enc_real, tokens=dropped)], [enc_real],
+                                                                vocab.names)["events"]}
+    assert gone["syscall_entry_fdatasync"]["candidate_gaps"] == 0 and gone["syscall_entry_fdatasync"]["median"] is None
+    assert gone["syscall_entry_fdatasync"]["octaves"] > 5  # one 32,768-event gap against ~523: 6 octaves

@@ -214,6 +214,40 @@ def startup_summary(name: str, per: dict) -> str | None:
             f"{_fmt(real['unseen_8grams']['mean'], 1)})")
 
 
+def cadence_rows(per: dict) -> list[dict]:
+    """The compared event types of `longrange.compare_cadence`, each with the real-vs-real
+    figure beside it (`octaves_real`), furthest beyond real first; [] where the report has none."""
+    syn = per["long_range"]["synthetic_vs_real"].get("cadence")
+    real = per["long_range"]["real_vs_real"].get("cadence")
+    if not syn or not syn["events"]:
+        return []
+    floor = {r["event"]: r for r in (real or {}).get("events", [])}
+    rows = []
+    for row in syn["events"]:
+        other = floor.get(row["event"])
+        rows.append(row | {"octaves_real": other["octaves"] if other else None,
+                           "median_real": other["median"] if other else None})
+    return sorted(rows, key=lambda r: -(r["octaves"] - (r["octaves_real"] or 0.0)))
+
+
+def cadence_summary(name: str, per: dict) -> str | None:
+    """One line: how far the recurring event types' gaps are from the held-out run's on average,
+    beside a training run's, and the event type furthest beyond what real runs differ by (its
+    median gap on each side); None where the report has none."""
+    rows = cadence_rows(per)
+    if not rows:
+        return None
+    syn = per["long_range"]["synthetic_vs_real"]["cadence"]["mean_octaves"]
+    real = (per["long_range"]["real_vs_real"].get("cadence") or {}).get("mean_octaves")
+    far = rows[0]
+    every = "does not recur" if far["median"] is None else f"every {far['median']:,.0f} events (median)"
+    train = "" if far["median_real"] is None else f", a training run's {far['median_real']:,.0f}"
+    return (f"{name}: recurring events' gaps are {_fmt(syn, 2)} octaves from the held-out run's on average "
+            f"(a training run: {_fmt(real, 2)}); furthest: {far['event']} {every}, held-out run's "
+            f"{far['median_reference']:,.0f}{train}: {_fmt(far['octaves'], 2)} octaves "
+            f"(a training run: {_fmt(far['octaves_real'], 2)})")
+
+
 def repeats_advice(synthetic: float, real: float | None) -> str:
     """What the repeat shares say to do, measured on eight workloads (docs/model.md,
     "Self-conditioning"): where a plain model's sample repeats itself under half as much as real
@@ -229,6 +263,9 @@ def repeats_advice(synthetic: float, real: float | None) -> str:
     return ""
 
 
+CADENCE_TOP = 12  # event types in the HTML cadence table
+CADENCE_HEADER = ["event", "median gap, synthetic", "  real test", "  real train", "octaves, synthetic",
+                  "  real train"]
 TELL_HEADER = ["feature", "accuracy alone", "synthetic mean", "real mean", "accuracy alone, real runs"]
 
 
@@ -295,6 +332,11 @@ def render_html(report: dict, title: str = "TraceSynth evaluation") -> str:
             rep = lr_s["repeats"]
             rows.append([f"events in a {rep['span']}-event span repeated within {rep['reach']} "
                          f"(real test {_fmt(rep['reference'])})", rep["candidate"], lr_r["repeats"]["candidate"]])
+        cadence = lr_s.get("cadence")
+        if cadence and cadence["mean_octaves"] is not None:  # reports written before it have none
+            rows.append([f"recurring events' gaps, W1 of log2 gaps (octaves; {len(cadence['events'])} event "
+                         f"types recurring {cadence['min_gaps']}+ times)", cadence["mean_octaves"],
+                         (lr_r.get("cadence") or {}).get("mean_octaves")])
         start = per["fidelity"].get("startup")
         if start and start["synthetic"]["edits"]["mean"] is not None:  # reports written before it have none
             rows.append([f"edits from a training run's first {start['synthetic']['events']} events (8-grams there no "
@@ -302,6 +344,15 @@ def render_html(report: dict, title: str = "TraceSynth evaluation") -> str:
                          f"{_fmt(start['real_test']['unseen_8grams']['mean'])})", start["synthetic"]["edits"]["mean"],
                          start["real_test"]["edits"]["mean"]])
         parts.append(_table(rows, ["fidelity (vs real test)", "synthetic", "real train (floor)"]))
+        rows = [[r["event"], r["median"] if r["median"] is not None else "does not recur", r["median_reference"],
+                 r["median_real"], r["octaves"], r["octaves_real"]] for r in cadence_rows(per)[:CADENCE_TOP]]
+        if rows:
+            parts.append("<h3>Cadence: gaps between a recurring event's occurrences</h3><p>Per event type "
+                         "recurring in the real test trace, the median gap in events and the Wasserstein-1 "
+                         "distance of log2 gaps from the real test trace's (octaves: 1 = twice or half as far "
+                         "apart), synthetic and a real training run; furthest beyond the real runs' own "
+                         "difference first.</p>")
+            parts.append(_table(rows, CADENCE_HEADER))
         rows = tells(per)
         if rows:
             parts.append("<h3>What tells synthetic windows from real ones (512 events)</h3><p>The "

@@ -134,7 +134,7 @@ def _fidelity(cand, ref, cand_traces, ref_traces, vocab_size) -> dict:
     }
 
 
-def _longrange(cand, ref, top, weights) -> dict:
+def _longrange(cand, ref, top, weights, names) -> dict:
     cand, ref = _equal(cand, ref)
     acf_c = longrange.autocorrelation(cand, top, weights)
     acf_r = longrange.autocorrelation(ref, top, weights)
@@ -145,6 +145,7 @@ def _longrange(cand, ref, top, weights) -> dict:
         "periodicity": {"candidate": longrange.periodicity(acf_c), "reference": longrange.periodicity(acf_r)},
         "recurrence": longrange.compare_recurrence(cand, ref),
         "repeats": longrange.compare_repeats(cand, ref),
+        "cadence": longrange.compare_cadence(cand, ref, names),
     }
 
 
@@ -219,7 +220,14 @@ def _headline(per: dict) -> dict:
         # edits from the nearest training run's first events (reports written before it: none)
         "startup_edits": _startup(per, "synthetic"),
         "startup_edits_real": _startup(per, "real_test"),
+        # how far recurring event types' gaps are from real's (`longrange.compare_cadence`)
+        "cadence_octaves": _cadence(per, "synthetic_vs_real"),
+        "cadence_octaves_real": _cadence(per, "real_vs_real"),
     }
+
+
+def _cadence(per: dict, side: str):
+    return (per["long_range"][side].get("cadence") or {}).get("mean_octaves")
 
 
 def _startup(per: dict, side: str):
@@ -297,8 +305,8 @@ def _evaluate(train, test, synthetic, *, seeds, quick, workload, on_step) -> dic
             top, weights = longrange.top_events(enc_test)
             per["long_range"] = {
                 "acf_events": [vocab.names[i] for i in top],
-                "synthetic_vs_real": _longrange(enc_syn, enc_test, top, weights),
-                "real_vs_real": _longrange(enc_train, enc_test, top, weights),
+                "synthetic_vs_real": _longrange(enc_syn, enc_test, top, weights, vocab.names),
+                "real_vs_real": _longrange(enc_train, enc_test, top, weights, vocab.names),
             }
         step(f"{name}: discriminative")
         with watch.section("discriminative"):

@@ -28,7 +28,8 @@ METRIC_COLUMNS = [
     "violations_per_1k", "violations_per_1k_real", "rules_checked", "serial_breaks_per_1k",
     "serial_breaks_per_1k_real", "edits_per_1k", "copy_rate_256", "copy_rate_256_holdout", "unseen_8gram",
     "unseen_8gram_holdout", "repeats", "repeats_real", "startup_edits", "startup_edits_real",
-    "startup_unseen_8gram", "startup_unseen_8gram_real", "privacy_flagged", "event_jsd", "event_jsd_floor",
+    "startup_unseen_8gram", "startup_unseen_8gram_real", "cadence_octaves", "cadence_octaves_real",
+    "privacy_flagged", "event_jsd", "event_jsd_floor",
     "train_seconds", "sample_seconds", "gen_events_per_s", "eval_seconds", "events_train", "events_test", "events_synthetic", "train_steps", "params",
     "best_step",
 ]

@@ -232,6 +232,10 @@ def cell_metrics(report: dict, workload: str, predictor: str) -> dict:
         "startup_edits_real": _get(per, "fidelity", "startup", "real_test", "edits", "mean"),
         "startup_unseen_8gram": _get(per, "fidelity", "startup", "synthetic", "unseen_8grams", "mean"),
         "startup_unseen_8gram_real": _get(per, "fidelity", "startup", "real_test", "unseen_8grams", "mean"),
+        # recurring event types' gaps against the held-out run's, W1 of log2 gaps (octaves;
+        # `longrange.compare_cadence`), and a training run's
+        "cadence_octaves": _get(per, "long_range", "synthetic_vs_real", "cadence", "mean_octaves"),
+        "cadence_octaves_real": _get(per, "long_range", "real_vs_real", "cadence", "mean_octaves"),
         "copy_rate_256": _get(head, "copy_rate", "256"),
         "copy_rate_256_holdout": _get(head, "copy_rate_holdout", "256"),
         "privacy_flagged": head.get("privacy_flagged"),
