@@ -145,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: no {args.generator} cells in {', '.join(args.runs)}", file=sys.stderr)
         return 2
     print("runs:")
-    for (generator, h), part in frame.groupby(["generator", "holdout"]):
+    for (generator, h), part in frame[frame["generator"].isin([args.generator, args.peer])].groupby(
+            ["generator", "holdout"]):
         print(f"  {generator}, held out {h}: {part['source'].iloc[0]} ({len(part)} cells, "
               f"{part['seed'].nunique()} seeds)")
     for generator in [args.generator, args.peer]:
