@@ -125,3 +125,8 @@ def test_tracesynth_table_shows_the_start_up_beside_the_held_out_run():
     frame.loc[cells, "startup_edits_real"] = 31.0
     row = _row(render_markdown(frame, run), "stream", "light", "256", "none")
     assert f"| 3.0 ± {T_975_1 * 1.0:.1f} (31) |" in row  # mean ± t·sd/√n of 2 and 4, then the held-out run's
+    assert "| — | " in row  # no cadence columns in this file either
+    frame.loc[cells, "cadence_octaves"] = [0.5, 0.7]
+    frame.loc[cells, "cadence_octaves_real"] = 0.08
+    row = _row(render_markdown(frame, run), "stream", "light", "256", "none")
+    assert f"| 0.60 ± {T_975_1 * 0.1:.2f} (0.08) |" in row  # t·sd/√n of 0.5 and 0.7

@@ -402,17 +402,22 @@ def _tracesynth_tables(ts: pd.DataFrame) -> list[str]:
     if ts.empty:
         return out + ["No TraceSynth cell finished.", ""]
     header = ["workload", "channels", "context", "constraints", "TSTR", "TSTR/TRTR", "disc 512", "disc 2048",
-              "violations/1k", "edits/1k", "copy 256", "start-up edits (held-out)", "train s", "gen events/s"]
+              "violations/1k", "edits/1k", "copy 256", "start-up edits (held-out)", "cadence, octaves (real)",
+              "train s", "gen events/s"]
     rows = []
     keys = ["workload", "channels", "context", "constraints"]
     for key, part in ts.groupby(keys):
         real = part["startup_edits_real"].dropna()  # the held-out run's: one figure per workload
         startup = fmt(part["startup_edits"], 1) + (f" ({real.mean():.0f})" if len(real) else "")
+        real = part["cadence_octaves_real"].dropna()  # a training run's: one figure per workload
+        cadence = fmt(part["cadence_octaves"], 2) + (f" ({real.mean():.2f})" if len(real) else "")
         rows.append([*key, fmt(part["tstr"]), fmt(part["tstr_trtr"]), fmt(part["disc_512"]), fmt(part["disc_2048"]),
                      fmt(part["violations_per_1k"], 1), fmt(part["edits_per_1k"], 1), fmt(part["copy_rate_256"]),
-                     startup, fmt(part["train_seconds"], 1), fmt(part["gen_events_per_s"], 0)])
+                     startup, cadence, fmt(part["train_seconds"], 1), fmt(part["gen_events_per_s"], 0)])
     out += ["Start-up edits: how far each trace's first 256 events are from the nearest training run's "
-            "(edit distance; `fidelity.startup`), with the held-out run's in brackets.", "",
+            "(edit distance; `fidelity.startup`), with the held-out run's in brackets. Cadence: how far "
+            "recurring event types' gaps are from the held-out run's (W1 of log2 gaps, octaves; "
+            "`longrange.compare_cadence`), with a training run's in brackets.", "",
             _table(header, rows), ""]
     # average over workloads, with the CI over seeds of the per-seed workload average
     rows = []
