@@ -145,6 +145,29 @@ def test_generate_reports_unseen_8grams_and_copied_spans(trained, tmp_path, caps
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith("copy guard: off")
 
 
+def test_generate_says_what_the_cadence_scaffold_found(trained, tmp_path, capsys):
+    import tracesynth.datasets as ds
+
+    _, model = trained
+    capsys.readouterr()
+    for flag in ("--cadence", "--no-cadence"):
+        assert main(["generate", str(model), "-n", "64", "--steps", "2", "--constraints", "none", flag,
+                     "-o", str(tmp_path / "s.parquet")]) == 0
+        lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("cadence scaffold: ")]
+        # 3,000 events of one LTTng run: nothing recurs 16 times at a steady gap of 128 or more
+        assert lines == ["cadence scaffold: no steady rhythm in bug's training runs"], lines
+    data = tmp_path / "fileio.parquet"
+    ds.load("fileio", 1).slice(0, 12000).with_meta(workload="fileio").save(data)
+    assert main(["train", str(data), "-o", str(tmp_path / "f"), "--steps", "2", "--seed", "1", *TINY]) == 0
+    for flag, state in (("--cadence", "on"), ("--no-cadence", "off (--cadence to place them)")):
+        capsys.readouterr()
+        out = tmp_path / f"f{flag}.parquet"
+        assert main(["generate", str(tmp_path / "f"), "-n", "3000", "--steps", "2", flag, "-o", str(out)]) == 0
+        (line,) = [x for x in capsys.readouterr().err.splitlines() if x.startswith("cadence scaffold: ")]
+        assert line.startswith(f"cadence scaffold: {state}; syscall_entry_fdatasync every 5"), line
+        assert "events in training, here " in line, line
+
+
 def test_generate_ngram_weight_uses_the_saved_counts_and_says_so(trained, tmp_path, capsys):
     from tracesynth.model.checkpoint import load_model
 

@@ -55,8 +55,9 @@ def test_checkpoint_is_safetensors_and_json_and_round_trips(tmp_path):
     mc, tc = _cfgs(4)
     model, encoder, state = train([periodic_trace()], tmp_path / "m", channels="full", model_config=mc, train_config=tc)
     files = sorted(p.name for p in (tmp_path / "m").iterdir())
-    assert files == ["config.json", "copies.safetensors", "encoder.json", "model.safetensors", "ngrams.safetensors",
-                     "optimizer.safetensors", "state.json", "support.safetensors", "training.safetensors"]
+    assert files == ["cadence.safetensors", "config.json", "copies.safetensors", "encoder.json", "model.safetensors",
+                     "ngrams.safetensors", "optimizer.safetensors", "state.json", "support.safetensors",
+                     "training.safetensors"]
     assert not list(tmp_path.glob(".tracesynth-tmp-*"))  # nothing half-written left behind
     assert json.loads((tmp_path / "m" / "state.json").read_text())["step"] == 4
     assert state.val_loss and state.val_loss[-1][0] == 4
@@ -233,9 +234,9 @@ def test_keep_best_keeps_the_weights_of_the_lowest_validation_loss(tmp_path):
     assert state.best_step == 4 == min(losses, key=losses.get) and state.step == 24
     assert losses[24] > losses[4] + 1  # it did overfit: the last weights are not the best
     best = tmp_path / "m" / "best"
-    assert sorted(p.name for p in best.iterdir()) == ["config.json", "copies.safetensors", "encoder.json",
-                                                      "model.safetensors", "ngrams.safetensors", "state.json",
-                                                      "support.safetensors"]  # a model directory, no optimizer
+    assert sorted(p.name for p in best.iterdir()) == ["cadence.safetensors", "config.json", "copies.safetensors",
+                                                      "encoder.json", "model.safetensors", "ngrams.safetensors",
+                                                      "state.json", "support.safetensors"]  # no optimizer
     assert _same(load_file(str(best / "model.safetensors")), at_checkpoint[4])
     assert not _same(load_file(str(best / "model.safetensors")), at_checkpoint[24])
     loaded, enc2, _, best_state = load_model(best)

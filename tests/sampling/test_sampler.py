@@ -589,3 +589,22 @@ def test_a_self_conditioned_model_reads_the_last_step_estimate_at_the_masked_pos
         assert masked.any() and fed[masked].all() and not fed[~masked].any()
     again = sample_window(model, codes, none, 0, steps=4, generator=torch.Generator().manual_seed(3))
     assert all((out[ch] == again[ch]).all() for ch in out)
+
+
+def test_event_bans_keep_a_code_out_of_their_positions_at_every_step(full_model):
+    """The cadence scaffold's bans: the code is drawn nowhere it is banned, even by one step
+    (nothing re-masks), and still where it is not; with nothing else left, it is drawn."""
+    model, encoder, real = full_model
+    codes, _ = _window(encoder, real)
+    mask = {ch: np.zeros(64, bool) for ch in model.channels}
+    plain = sample_window(model, codes, mask, 0, steps=1, generator=torch.Generator().manual_seed(3))["event"]
+    top = int(np.bincount(plain).argmax())
+    banned = np.zeros(64, bool)
+    banned[:48] = True
+    for steps in (1, 8):
+        out = sample_window(model, codes, mask, 0, steps=steps, generator=torch.Generator().manual_seed(3),
+                            event_bans=[(top, banned)])["event"]
+        assert not (out[:48] == top).any() and len(out) == 64
+    every = [(c, np.ones(64, bool)) for c in range(encoder.event.vocab_size)]
+    out = sample_window(model, codes, mask, 0, steps=2, generator=torch.Generator().manual_seed(3), event_bans=every)
+    assert len(out["event"]) == 64  # nothing allowed anywhere: drawn as if unbanned, no NaN

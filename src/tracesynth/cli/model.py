@@ -6,6 +6,7 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
 import typer
 
 from tracesynth.cli.app import app, console_err, progress
@@ -230,6 +231,10 @@ def generate(
                                         help="Self-conditioned models: feed each denoising step's estimates "
                                              "of the still-masked events to the next (default: on for a "
                                              "model trained with it)."),
+    cadence: bool = typer.Option(None, "--cadence/--no-cadence",
+                                 help="Place the workload's steady rhythms (an event that recurs every "
+                                      "~500 events in training, like fileio's syncs) by their training "
+                                      "gaps, the rest drawn around them (default: the model's, off)."),
     constraints: str = typer.Option("guided", "--constraints", help="none, repair, or guided (guide + repair)."),
     format: str = typer.Option(None, "-f", "--format", help="parquet, csv, jsonl, text or ctf."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
@@ -271,6 +276,8 @@ def generate(
         gen.prefix_fraction = prefix_fraction
     if serial_guide is not None:
         gen.serial_guide = serial_guide
+    if cadence is not None:
+        gen.cadence = cadence
     if self_condition is not None:
         if self_condition and not gen.model_.config.self_condition:
             raise ConfigError(f"--self-condition: {model_dir} was trained without self-conditioning "
@@ -312,6 +319,7 @@ def generate(
     console_err.print(f"network precision: {trace.meta.extra.get('precision', 'fp32')} (--precision {gen.precision})",
                       highlight=False)
     console_err.print(_ngram_note(gen, workload), highlight=False, soft_wrap=True)
+    console_err.print(_cadence_note(gen, codes, workload), highlight=False, soft_wrap=True)
     console_err.print(_repeats_note(gen, codes, workload), highlight=False, soft_wrap=True)
     console_err.print(_support_note(gen, codes, workload), highlight=False, soft_wrap=True)
     console_err.print(_copy_note(gen, codes, workload), highlight=False, soft_wrap=True)
@@ -330,6 +338,24 @@ def _ngram_note(gen, workload: str) -> str:
     where = f", from event {gen.prior_from} of the trace on" if gen.prior_from else ""
     return (f"n-gram prior: weight {gen.ngram_weight:g}, {gen.ngram_rounds} parts a step (training runs' "
             f"events next to up to {ngrams.k} decided ones on each side{where})")
+
+
+def _cadence_note(gen, codes, workload: str) -> str:
+    """One line on the cadence scaffold: the rhythms it placed and the trace's gaps, or why not."""
+    table = gen.encoder_.cadence
+    if table is None:
+        return "cadence scaffold: off (model saved without its training rhythms)"
+    rhythms = table.of(workload)
+    if not rhythms:
+        return f"cadence scaffold: no steady rhythm in {workload}'s training runs"
+    parts = []
+    for r in rhythms:
+        name = gen.encoder_.event.decode(np.array([r.event]))[0]
+        gaps = np.diff(np.flatnonzero(np.asarray(codes) == r.event))
+        here = f"median {np.median(gaps):,.0f}" if len(gaps) else "none"
+        parts.append(f"{name} every {r.low:,}-{r.high:,} events in training, here {here}")
+    state = "on" if gen.cadence else "off (--cadence to place them)"
+    return f"cadence scaffold: {state}; " + "; ".join(parts)
 
 
 def _support_note(gen, codes, workload: str) -> str:

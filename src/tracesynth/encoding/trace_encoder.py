@@ -20,6 +20,7 @@ from tracesynth.encoding.categorical import NULL_CLASS, UNKNOWN_CLASS, Categoric
 from tracesynth.encoding.channels import resolve_channels
 from tracesynth.encoding.dt import DtEncoder
 from tracesynth.encoding.ret import RetEncoder
+from tracesynth.encoding.cadence import CadenceTable
 from tracesynth.encoding.copies import SpanTable
 from tracesynth.encoding.ngrams import K as NGRAM_ORDER, MAX_ORDER as MAX_NGRAM_ORDER, EventNGrams
 from tracesynth.encoding.serial import serial_syscalls
@@ -73,6 +74,9 @@ class TraceEncoder:
         # Event n-gram counts of the training traces, both directions (the sampler's n-gram
         # prior); saved in ngrams.safetensors, None for older models.
         self.ngrams: EventNGrams | None = None
+        # Per workload, the events that recur at a steady gap in training (the sampler's cadence
+        # scaffold); saved in cadence.safetensors, None for older models.
+        self.cadence: CadenceTable | None = None
         # Per workload, the syscalls its training runs never overlap (encoding/serial.py): what
         # guides a trace without thread ids on a multi-threaded workload. Empty for older models.
         self.serial: dict[str, list[str]] = {}
@@ -109,6 +113,7 @@ class TraceEncoder:
             if share is not None:
                 self.repeat_shares.setdefault(w, []).append(round(share, 4))
         self.ngrams = EventNGrams.fit(codes, self.event.vocab_size, k=self.ngram_order)
+        self.cadence = CadenceTable.fit(codes)
         return self
 
     @property

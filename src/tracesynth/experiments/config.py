@@ -84,6 +84,7 @@ class TraceSynthSettings:
     prior_from: int | None = None  # the event of a trace the prior applies from (None: default, 0 = all)
     sample_precision: str | None = None  # what the network samples in: auto, fp32, bf16 (None: default, fp32)
     prefix_fraction: float | None = None  # share of a continuation window given by the previous one (None: 0.25)
+    cadence: bool | None = None  # the cadence scaffold (None: the sampler's default, off)
 
 
 @dataclass

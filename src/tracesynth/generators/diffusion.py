@@ -91,6 +91,10 @@ TRAIN_PRECISION = "auto"
 # What the network samples in: fp32. bf16 saved 0-6% of the guided pipeline's time on CPU (one
 # window a network call is too small a product to gain; benchmarks/bench_precision.py).
 SAMPLE_PRECISION = "fp32"
+# The cadence scaffold (sampling/cadence_scaffold.py): a workload's steady rhythms from training
+# (encoding/cadence.py) placed by their gap table, the rest drawn around them. Measured in
+# docs/model.md, "Cadence scaffold".
+CADENCE = False
 
 
 def constraint_tools(mode: str, single_thread: bool = False, serial=()):
@@ -141,7 +145,8 @@ class TraceSynth(Generator):
                  ngram_weight: float = NGRAM_WEIGHT, ngram_rounds: int = NGRAM_ROUNDS, prior_from: int = PRIOR_FROM,
                  precision: str = SAMPLE_PRECISION, train_precision: str = TRAIN_PRECISION,
                  ngram_order: int = NGRAM_ORDER, self_condition: bool | None = None, keep_best: bool = False,
-                 ema: float = EMA, val_fraction: float = VAL_FRACTION, start_rate_end: float | None = None):
+                 ema: float = EMA, val_fraction: float = VAL_FRACTION, start_rate_end: float | None = None,
+                 cadence: bool = CADENCE):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -180,6 +185,7 @@ class TraceSynth(Generator):
         self.keep_best = keep_best
         self.ema = ema  # training: decay of the weights' moving average that is sampled (0: the last weights)
         self.val_fraction = val_fraction  # training: share of each trace's end held out (0: train on all)
+        self.cadence = cadence  # sampling: the cadence scaffold
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
@@ -187,7 +193,7 @@ class TraceSynth(Generator):
                 "corrector_steps", "start_temperature", "start_rate", "start_rate_end", "phase_events", "spread",
                 "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds", "ngram_weight",
                 "ngram_rounds", "prior_from", "precision", "train_precision", "ngram_order", "self_condition",
-                "keep_best", "ema", "val_fraction")
+                "keep_best", "ema", "val_fraction", "cadence")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -267,7 +273,7 @@ class TraceSynth(Generator):
                          guide_rounds=self.guide_rounds, ngram_weight=self.ngram_weight,
                          ngram_rounds=self.ngram_rounds, prior_from=self.prior_from,
                          precision=self.precision,
-                         self_condition=self.self_condition is not False)
+                         self_condition=self.self_condition is not False, cadence=self.cadence)
         if single_thread:  # so `check` (and the evaluation's validity) read it as one thread too
             trace.meta.extra["threads"] = 1
         return trace, repair

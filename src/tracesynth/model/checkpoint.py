@@ -6,6 +6,7 @@
     support.safetensors    the event 8-grams of the training traces (encoding.support), if fitted
     copies.safetensors     their event 256-grams and branch points (encoding.copies), if fitted
     ngrams.safetensors     their event n-gram counts, both directions (encoding.ngrams), if fitted
+    cadence.safetensors    their steady rhythms' gaps (encoding.cadence), if fitted
     optimizer.safetensors  AdamW moments (only while training can resume)
     training.safetensors   the weights the optimizer updates, where model.safetensors holds their
                            moving average (only while training can resume)
@@ -32,6 +33,7 @@ from safetensors.numpy import save_file as save_arrays
 from safetensors.torch import load_file, save_file
 
 from tracesynth.encoding.copies import SpanTable
+from tracesynth.encoding.cadence import CadenceTable
 from tracesynth.encoding.ngrams import EventNGrams
 from tracesynth.encoding.support import EventSupport
 from tracesynth.encoding.trace_encoder import TraceEncoder
@@ -75,6 +77,8 @@ def save_checkpoint(directory: str | Path, model: Denoiser, encoder: TraceEncode
             save_arrays(encoder.copies.to_arrays(), str(tmp / "copies.safetensors"))
         if encoder.ngrams is not None:
             save_arrays(encoder.ngrams.to_arrays(), str(tmp / "ngrams.safetensors"))
+        if encoder.cadence is not None:
+            save_arrays(encoder.cadence.to_arrays(), str(tmp / "cadence.safetensors"))
         full_state = dict(state or {})
         if optimizer is not None:
             tensors, groups = _optimizer_tensors(optimizer)
@@ -172,7 +176,8 @@ def load_model(directory: str | Path, device: str | torch.device = "cpu"
     encoder = _parts(directory, "encoder.json", lambda: TraceEncoder.from_json(encoder_data))
     for name, attribute, table in (("support.safetensors", "support", EventSupport),
                                    ("copies.safetensors", "copies", SpanTable),
-                                   ("ngrams.safetensors", "ngrams", EventNGrams)):
+                                   ("ngrams.safetensors", "ngrams", EventNGrams),
+                                   ("cadence.safetensors", "cadence", CadenceTable)):
         path = directory / name
         if path.exists():
             arrays = _tensors(path, load_arrays)

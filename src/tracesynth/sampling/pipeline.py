@@ -23,6 +23,7 @@ from tracesynth.errors import ConfigError
 from tracesynth.model.denoiser import Denoiser
 from tracesynth.model.precision import resolve_precision
 from tracesynth.runtime import SamplingThreads
+from tracesynth.sampling.cadence_scaffold import CadenceScaffold, Plan
 from tracesynth.sampling.copy_guard import CopyGuard
 from tracesynth.sampling.sampler import sample_window
 from tracesynth.schema import Trace, TraceMeta
@@ -57,6 +58,7 @@ def generate(
     prior_from: int = 0,
     precision: str = "fp32",
     self_condition: bool = True,
+    cadence: bool = False,
 ) -> Trace:
     """Generate `n_events` canonical events for `workload` (deterministic in `seed` on CPU);
     with `prefix`, they continue that trace (its last events condition the first window).
@@ -71,7 +73,11 @@ def generate(
     times per denoising step (`sample_window`'s `prior_rounds`); `prior_from` > 0 leaves the
     prior out among the trace's first `prior_from` events. `precision`: what the network
     runs in (`model.precision`: fp32, bf16, or auto = bf16 where the device does it natively).
-    `self_condition`: a self-conditioned model reads its previous step's estimates (False: none)."""
+    `self_condition`: a self-conditioned model reads its previous step's estimates (False: none).
+    `cadence`: the workload's steady rhythms from training (`encoding.cadence`) are placed by
+    the cadence scaffold (`sampling.cadence_scaffold`; a model saved without the table, or a
+    workload without such a rhythm: no-op); a window in which the model starts a rhythm is
+    drawn a second time with it."""
     if workload not in encoder.workloads:
         raise ConfigError(f"unknown workload {workload!r}; the model knows: {', '.join(encoder.workloads)}")
     if not 0.0 <= prefix_fraction < 1.0:
@@ -97,6 +103,9 @@ def generate(
     copy_guard = None
     if copy_rounds and encoder.copies is not None and encoder.copies.applies(workload) and encoder.support is not None:
         copy_guard = CopyGuard(encoder.copies, encoder.support, workload)
+    scaffold = None
+    if cadence and encoder.cadence is not None and encoder.cadence.of(workload) and "event" in channels:
+        scaffold = CadenceScaffold(encoder.cadence.of(workload), seed)
     parts: list[dict[str, np.ndarray]] = []
     produced = 0
     prev_codes: dict[str, np.ndarray] | None = None
@@ -109,6 +118,8 @@ def generate(
             len(prev_codes["event"]) if prev_codes else 0, -1, dtype=np.int64)
         decoder.last_ts = int(prefix.events["ts"][len(prefix) - 1].as_py())
         decoder.first = False
+        if scaffold is not None:
+            scaffold.observe(Plan(), encoded["event"], 0, 0)
     # Thread count per window: every core while no other process wants one (runtime.SamplingThreads;
     # the same trace at any count).
     with SamplingThreads(active=next(model.parameters()).device.type == "cpu") as threads:
@@ -138,16 +149,53 @@ def generate(
                 else:
                     passed = encoder.event.decode(prev_codes["event"][:len(prev_codes["event"]) - start])
                 guide.begin_window(passed, new_trace=not parts)
-            codes = sample_window(model, known, known_mask, label, steps, guidance_scale, generator,
-                                  temperature, guide, partial_fn, banned=banned, order=order,
-                                  time_grid=time_grid, offset=offset, event_names=event_names,
-                                  corrector_steps=corrector_steps, start_temperature=start_temperature,
-                                  spread=spread, channel_temperature=channel_temperature,
-                                  support_cover=support_cover, support_rounds=support_rounds,
-                                  copy_guard=copy_guard, copy_rounds=copy_rounds, guide_rounds=guide_rounds,
-                                  event_prior=event_prior, prior_rounds=ngram_rounds, prior_from=prior_from,
-                                  precision=precision,
-                                  self_condition=self_condition)
+            def draw(plan: Plan | None, drawn: dict[str, np.ndarray] | None = None,
+                     index: np.ndarray | None = None, put: dict[int, int] | None = None) -> dict[str, np.ndarray]:
+                """The window with `plan`'s anchors clamped and bans; with `drawn`, `index` and
+                `put` (`CadenceScaffold.settle`), that window rearranged, the positions that
+                index no event drawn anew (the plan's members banned there, but for the events
+                `put`, whose other channels are drawn)."""
+                window_known, window_mask = dict(known), dict(known_mask)
+                bans = plan.ban_list() if plan is not None else None
+                if drawn is not None:
+                    fresh = index < 0
+                    window_known = {ch: np.where(fresh, 0, drawn[ch][index]) for ch in channels}
+                    window_mask = {ch: ~fresh for ch in channels}
+                    for q, event in put.items():
+                        window_known["event"][q] = event
+                        window_mask["event"][q] = True
+                    bans = [(e, ban | fresh if e in plan.zones else ban) for e, ban in bans]
+                elif plan is not None and plan.places:
+                    at = np.fromiter(plan.places, dtype=np.int64)
+                    window_known["event"] = known["event"].copy()
+                    window_mask["event"] = known_mask["event"].copy()
+                    window_known["event"][at] = np.fromiter(plan.places.values(), dtype=np.int64)
+                    window_mask["event"][at] = True
+                return sample_window(model, window_known, window_mask, label, steps, guidance_scale, generator,
+                                     temperature, guide, partial_fn, banned=banned, order=order,
+                                     time_grid=time_grid, offset=offset, event_names=event_names,
+                                     corrector_steps=corrector_steps, start_temperature=start_temperature,
+                                     spread=spread, channel_temperature=channel_temperature,
+                                     support_cover=support_cover, support_rounds=support_rounds,
+                                     copy_guard=copy_guard, copy_rounds=copy_rounds, guide_rounds=guide_rounds,
+                                     event_prior=event_prior, prior_rounds=ngram_rounds, prior_from=prior_from,
+                                     precision=precision, self_condition=self_condition, event_bans=bans)
+
+            plan = scaffold.plan(offset, start, window) if scaffold is not None else None
+            codes = draw(plan)
+            if scaffold is not None:
+                again = scaffold.restart(plan, codes["event"], offset, start)
+                if again is not None:  # the model started a rhythm here: draw the window with it
+                    plan, codes = again, draw(again)
+                ended = scaffold.out_of_phase(plan, codes["event"], offset, start)
+                if ended is not None:  # the model went on to something else: the phase ends there
+                    plan, codes = ended, draw(ended)
+                settled = scaffold.settle(plan, codes["event"], start)
+                if settled is not None:  # members drawn twice, too late or not at all
+                    index, put = settled
+                    codes = draw(plan, codes, index, put) if (index < 0).any() else {
+                        ch: v[index] for ch, v in codes.items()}
+                scaffold.observe(plan, codes["event"], offset, start)
             cols = decoder.decode_window(codes, start, slot_tids.copy())
             take = min(n_events - produced, window - start)
             parts.append({k: v[:take] for k, v in cols.items()})

@@ -147,6 +147,7 @@ def sample_window(
     prior_rounds: int = 1,
     precision: str = "fp32",
     self_condition: bool = True,
+    event_bans: list[tuple[int, np.ndarray]] | None = None,
 ) -> dict[str, np.ndarray]:
     """Codes for one window (numpy int64 per channel). `known[ch]` holds codes where
     `known_mask[ch]` is True; everything else is generated. `banned[ch]` lists classes never
@@ -174,7 +175,10 @@ def sample_window(
     `precision` ("fp32" or "bf16", `model.precision`): what the network runs in; its features
     come back as fp32, so the output heads and the draws stay in fp32. `self_condition`: a
     self-conditioned model reads its previous step's estimates of the still-masked tokens
-    (False: it sees none, as at its first step; models without it: no-op)."""
+    (False: it sees none, as at its first step; models without it: no-op). `event_bans`:
+    (event code, bool per window position) pairs: the code is never drawn at those positions
+    (the cadence scaffold's anchors between their places, `sampling.cadence_scaffold`), unless
+    nothing else is left there."""
     if steps < 1:
         raise ValueError("steps must be at least 1")
     if support_rounds < 0 or support_steps < 1:
@@ -310,8 +314,11 @@ def sample_window(
             logits = logits / channel_temperature[ch]
         if banned and banned.get(ch):
             logits[:, banned[ch]] = float("-inf")
-        if ch == "event" and allowed is not None:
-            rows = allowed[idx.cpu().numpy()]
+        if ch == "event" and (allowed is not None or event_bans):
+            at = idx.cpu().numpy()
+            rows = allowed[at] if allowed is not None else np.ones(logits.shape, dtype=bool)
+            for code, where in event_bans or ():
+                rows[where[at], code] = False
             rows[~rows.any(1)] = True  # nothing allowed: leave it to the re-mask and repair
             logits[torch.as_tensor(~rows, device=logits.device)] = float("-inf")
         u = _uniforms(len(logits), generator, temperature_of(idx))

@@ -1,0 +1,87 @@
+"""The cadence table on real runs: fileio's syncs are a rhythm, gzip's short loop is not one to place."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tracesynth.datasets as ds
+from tracesynth.encoding.cadence import MIN_GAP, MIN_GAPS, CadenceTable
+from tracesynth.encoding.trace_encoder import TraceEncoder
+
+
+@pytest.fixture(scope="module")
+def fileio():
+    runs = [ds.load("fileio", r) for r in (2, 3)]
+    encoder = TraceEncoder("light").fit(runs)
+    return encoder, [encoder.encode(r)["event"] for r in runs]
+
+
+def names(encoder, codes) -> list[str]:
+    return list(encoder.event.decode(np.asarray(codes, dtype=np.int64)))
+
+
+def test_fileio_syncs_are_one_rhythm_with_their_exit_as_member(fileio):
+    encoder, runs = fileio
+    (rhythm,) = encoder.cadence.of("fileio")
+    assert names(encoder, [rhythm.event]) == ["syscall_entry_fdatasync"]
+    # every 256 writes: 523 events nine times in ten, the file changes a little further
+    assert 500 <= rhythm.low <= 523 <= rhythm.high <= 600
+    assert np.median(rhythm.gaps) == 523 and (np.diff(rhythm.gaps) >= 0).all()
+    # 60 syncs a run; a pause (the read phase, a slow sync) splits them into phases
+    assert rhythm.phases.sum() == 2 * 60 and rhythm.phases.min() >= 2
+    (member,) = rhythm.members.tolist()
+    assert names(encoder, [member[0]]) == ["syscall_exit_fdatasync"] and 0 < member[1] <= member[2] < rhythm.low / 2
+    # between entry and exit only the scheduler runs; a sync comes after writes, never reads
+    assert set(names(encoder, rhythm.inside(0))) == {"sched_switch", "sched_wakeup"}
+    assert {"syscall_entry_write", "syscall_exit_write"} <= set(names(encoder, rhythm.before))
+    assert not {"syscall_entry_read", "syscall_exit_read"} & set(names(encoder, rhythm.before))
+
+
+def test_short_or_unsteady_recurrences_are_left_to_the_model():
+    runs = [ds.load("gzip", r) for r in (1, 2)]
+    encoder = TraceEncoder("light").fit(runs)
+    assert encoder.cadence.of("gzip") == []  # its file loop recurs every 34 events: under MIN_GAP
+    rng = np.random.default_rng(0)
+    steady = np.cumsum(rng.integers(200, 210, 40))
+    loose = np.cumsum(rng.integers(50, 600, 40))
+    codes = np.zeros(steady[-1] + loose[-1] + 10, dtype=np.int64)
+    codes[steady] = 1
+    codes[loose] = 2
+    table = CadenceTable.fit([("w", codes)])
+    assert [r.event for r in table.of("w")] == [1]
+    few = CadenceTable.fit([("w", codes[:steady[MIN_GAPS - 2] + 1])])  # MIN_GAPS - 2 gaps
+    assert few.of("w") == []
+    assert MIN_GAP > 34
+
+
+def test_arrays_round_trip_and_bad_arrays_fail(fileio):
+    encoder, _ = fileio
+    table = encoder.cadence
+    back = CadenceTable.from_arrays(table.to_arrays())
+    (a,), (b,) = table.of("fileio"), back.of("fileio")
+    assert a.event == b.event and (a.gaps == b.gaps).all() and (a.phases == b.phases).all()
+    assert (a.members == b.members).all() and (a.before == b.before).all()
+    assert all((x == y).all() for x, y in zip(a.between, b.between))
+    arrays = table.to_arrays()
+    arrays["gaps/fileio/0"] = arrays["gaps/fileio/0"][::-1].copy()
+    with pytest.raises(ValueError, match="sorted positive gaps"):
+        CadenceTable.from_arrays(arrays)
+    arrays = table.to_arrays()
+    del arrays["phases/fileio/0"]
+    with pytest.raises(ValueError, match="bad cadence entry"):
+        CadenceTable.from_arrays(arrays)
+
+
+def test_the_model_directory_keeps_the_table(fileio, tmp_path):
+    from tracesynth.model.checkpoint import load_model, save_checkpoint
+    from tracesynth.model.config import SIZES, ModelConfig
+    from tracesynth.model.denoiser import Denoiser
+
+    encoder, _ = fileio
+    model = Denoiser(ModelConfig(context=64, vocab_sizes=encoder.vocab_sizes(), n_workloads=len(encoder.workloads),
+                                 **SIZES["tiny"]))
+    save_checkpoint(tmp_path / "m", model, encoder, None)
+    assert (tmp_path / "m" / "cadence.safetensors").exists()
+    loaded = load_model(tmp_path / "m")[1].cadence
+    assert [r.event for r in loaded.of("fileio")] == [r.event for r in encoder.cadence.of("fileio")]
