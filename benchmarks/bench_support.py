@@ -11,10 +11,13 @@ rounds, in alternating order, and print events/s, the ratio, and what the pass c
   a light model of a multi-threaded workload, else `check`'s violations);
 - `--corrector ngram`: the n-gram prior at draw time (weight 0 against the default, or 1 where
   the default is off; `--ngram-rounds R` sets its parts per step); the share of unseen 8-grams,
-  as for the support corrector.
+  as for the support corrector;
+- `--corrector cadence`: the cadence scaffold (off against on); for each steady rhythm of the
+  workload's training runs, the share of the trace's gaps between its anchor events that lie in
+  training's steady range (workloads without one are skipped).
 
     .venv/bin/python benchmarks/bench_support.py --models out/light4096-3000-support/models \\
-        [--corrector support|copy|guide|ngram] [--workloads gzip,stream] [--events 32768] [--repeats 2] \\
+        [--corrector support|copy|guide|ngram|cadence] [--workloads gzip,stream] [--events 32768] [--repeats 2] \\
         [--levels 1,4]
 
 `--levels A,B,...` compares those settings of the pass (rounds, or the prior's weight) instead of
@@ -34,6 +37,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 from model_dirs import model_dirs
 
 
@@ -44,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=32768)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--corrector", choices=("support", "copy", "guide", "ngram"), default="support")
+    parser.add_argument("--corrector", choices=("support", "copy", "guide", "ngram", "cadence"), default="support")
     parser.add_argument("--ngram-rounds", type=int, default=None,
                         help="with --corrector ngram: parts a step (default: the sampler's)")
     parser.add_argument("--levels", default=None,
@@ -75,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         "copy": ("copy_rounds", COPY_ROUNDS, "copied 256-grams (first window)"),
         "guide": ("guide_rounds", GUIDE_ROUNDS, "rule breaks per 1k before repair"),
         "ngram": ("ngram_weight", NGRAM_WEIGHT or 1.0, "unseen 8-grams"),
+        "cadence": ("cadence", 1, "anchor gaps in training's range"),
     }[args.corrector]
     levels = levels or [0, default]
     print(f"{'workload':10s} {'weight' if args.corrector == 'ngram' else 'rounds':>6s} {'events/s':>10s} {measured:>32s}   ratio (time / the first row's)")
@@ -87,6 +92,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if args.corrector == "ngram" and (gen.encoder_.ngrams is None or not gen.encoder_.ngrams.knows(workload)):
             print(f"{workload:10s} skipped: the model has no n-gram counts", file=sys.stderr)
+            continue
+        rhythms = gen.encoder_.cadence.of(workload) if gen.encoder_.cadence is not None else []
+        if args.corrector == "cadence" and not rhythms:
+            print(f"{workload:10s} skipped: no steady rhythm in its training runs (or no table)", file=sys.stderr)
             continue
         gen.copy_rounds, gen.support_rounds, gen.guide_rounds = COPY_ROUNDS, SUPPORT_ROUNDS, GUIDE_ROUNDS
         gen.ngram_weight = NGRAM_WEIGHT
@@ -111,6 +120,12 @@ def main(argv: list[str] | None = None) -> int:
                 elif copy:
                     first = codes[:gen.model_.config.context]
                     effect[level] = f"{copies.copy_share(codes, workload):.2%} ({copies.copy_share(first, workload):.2%})"
+                elif args.corrector == "cadence":
+                    parts = []
+                    for r in rhythms:
+                        gaps = np.diff(np.flatnonzero(codes == r.event))
+                        parts.append(f"{int(((gaps >= r.low) & (gaps <= r.high)).sum())}/{len(gaps)}")
+                    effect[level] = ", ".join(parts)
                 else:
                     effect[level] = f"{support.novel_share(codes, workload):.2%}"
         for level in levels:
@@ -123,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         elif copy:
             note = f"; a training run from the others: {copies.natural.get(workload, 0.0):.2%}"
             note += "" if copies.applies(workload) else "  (real runs share most long spans: guard off)"
+        elif args.corrector == "cadence":
+            names = gen.encoder_.event.decode(np.array([r.event for r in rhythms]))
+            note = "; " + ", ".join(f"{n} every {r.low:,}-{r.high:,}" for n, r in zip(names, rhythms))
         else:
             note = f"; a training run's own unseen share {support.natural.get(workload, 0.0):.2%}"
             note += "" if support.applies(workload) else "  (open grammar: corrector off)"

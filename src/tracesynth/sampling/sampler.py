@@ -314,13 +314,22 @@ def sample_window(
             logits = logits / channel_temperature[ch]
         if banned and banned.get(ch):
             logits[:, banned[ch]] = float("-inf")
-        if ch == "event" and (allowed is not None or event_bans):
+        if ch == "event" and allowed is not None:
             at = idx.cpu().numpy()
-            rows = allowed[at] if allowed is not None else np.ones(logits.shape, dtype=bool)
+            rows = allowed[at]
             for code, where in event_bans or ():
                 rows[where[at], code] = False
             rows[~rows.any(1)] = True  # nothing allowed: leave it to the re-mask and repair
             logits[torch.as_tensor(~rows, device=logits.device)] = float("-inf")
+        elif ch == "event" and event_bans:  # the rows a ban hits only (a few codes of 4096 rows)
+            at = idx.cpu().numpy()
+            for code, where in event_bans:
+                hit = torch.as_tensor(np.flatnonzero(where[at]), device=logits.device)
+                if len(hit):
+                    kept = logits[hit, code].clone()
+                    logits[hit, code] = float("-inf")
+                    dead = torch.isneginf(logits[hit].amax(1))  # nothing else left: leave it drawable
+                    logits[hit[dead], code] = kept[dead]
         u = _uniforms(len(logits), generator, temperature_of(idx))
         if order == "random":
             return logits, u, None
