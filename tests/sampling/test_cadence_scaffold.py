@@ -30,6 +30,13 @@ def writes(code, n=N) -> np.ndarray:
     return np.where(np.arange(n) % 2 == 0, code["syscall_entry_write"], code["syscall_exit_write"]).astype(np.int64)
 
 
+def in_phase(rhythm, seed: int, last: int, left: int, pending: int) -> CadenceScaffold:
+    """A scaffold in the middle of a phase: last anchor at `last`, `left` to come from `pending`."""
+    scaffold = CadenceScaffold([rhythm], seed=seed)
+    scaffold.last[rhythm.event], scaffold.left[rhythm.event], scaffold.pending[rhythm.event] = last, left, pending
+    return scaffold
+
+
 def anchors(plan: Plan, event: int) -> list[int]:
     return sorted(p for p, e in plan.places.items() if e == event)
 
@@ -62,8 +69,7 @@ def test_a_rhythm_the_model_starts_goes_on_at_training_gaps(fileio):
 
 def test_a_phase_ends_after_its_drawn_length_and_the_anchor_is_free_again(fileio):
     rhythm, code = fileio
-    scaffold = CadenceScaffold([rhythm], seed=3)
-    scaffold.last[rhythm.event], scaffold.left[rhythm.event], scaffold.pending[rhythm.event] = 100, 2, 640
+    scaffold = in_phase(rhythm, 3, last=100, left=2, pending=640)
     plan = scaffold.plan(0, 0, N)
     placed = anchors(plan, rhythm.event)
     assert placed[:1] == [640] and len(placed) == 2 and plan.left[rhythm.event] == 0
@@ -90,8 +96,7 @@ def test_same_seed_same_places():
 
 def test_settle_drops_a_second_exit_moves_a_late_one_and_puts_a_missing_one(fileio):
     rhythm, code = fileio
-    scaffold = CadenceScaffold([rhythm], seed=0)
-    scaffold.last[rhythm.event], scaffold.left[rhythm.event], scaffold.pending[rhythm.event] = 0, 3, 1600
+    scaffold = in_phase(rhythm, 0, last=0, left=3, pending=1600)
     plan = scaffold.plan(512, 512, N)
     a, b, c = anchors(plan, rhythm.event)
     entry, exit_, switch = rhythm.event, code["syscall_exit_fdatasync"], code["sched_switch"]
@@ -126,8 +131,7 @@ def test_settle_drops_a_second_exit_moves_a_late_one_and_puts_a_missing_one(file
 
 def test_an_anchor_among_events_training_never_has_before_it_ends_the_phase(fileio):
     rhythm, code = fileio
-    scaffold = CadenceScaffold([rhythm], seed=0)
-    scaffold.last[rhythm.event], scaffold.left[rhythm.event], scaffold.pending[rhythm.event] = 0, 9, 600
+    scaffold = in_phase(rhythm, 0, last=0, left=9, pending=600)
     plan = scaffold.plan(0, 0, N)
     placed = anchors(plan, rhythm.event)
     drawn = writes(code)

@@ -74,9 +74,6 @@ class Rhythm:
     def high(self) -> int:
         return int(self.gaps[-1])
 
-    def steady(self, gap: int) -> bool:
-        return self.low <= gap <= self.high
-
 
 def _phases(gaps: np.ndarray, pause: float) -> list[int]:
     """Occurrences per phase of one trace whose consecutive occurrences are `gaps` apart: a
