@@ -178,6 +178,9 @@ def generate(
     out: Path = typer.Option(..., "-o", "--out", help="Output trace (format from the suffix, or --format)."),
     workload: str = typer.Option(None, "--workload", "-w", help="Workload label (needed if trained on several)."),
     steps: int = typer.Option(16, "--steps", help="Denoising steps per window (fewer: faster, rougher)."),
+    start_steps: int = typer.Option(None, "--start-steps",
+                                    help="Denoising steps of the trace's first window, the one with its "
+                                         "start-up (default: the model's; none set: --steps)."),
     seed: int = typer.Option(0, "--seed", help="Seed: same seed, same trace on CPU."),
     guidance_scale: float = typer.Option(1.0, "--guidance-scale", help="Classifier-free guidance (1 = off)."),
     corrector_steps: int = typer.Option(0, "--corrector-steps",
@@ -263,6 +266,7 @@ def generate(
         ("--ngram-weight", ngram_weight, "ngram_weight", 0, False),
         ("--ngram-rounds", ngram_rounds, "ngram_rounds", 1, False),
         ("--prior-from", prior_from, "prior_from", 0, False),
+        ("--start-steps", start_steps, "start_steps", 1, False),
     )
     for flag, value, _, least, strict in overrides:
         if value is not None and (value <= least if strict else value < least):

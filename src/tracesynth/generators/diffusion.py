@@ -95,6 +95,8 @@ SAMPLE_PRECISION = "fp32"
 # (encoding/cadence.py) placed by their gap table, the rest drawn around them. Measured in
 # docs/model.md, "Cadence scaffold".
 CADENCE = False
+# Denoising steps of a trace's first window (None: `sample_steps`, as every other window).
+START_STEPS = None
 
 
 def constraint_tools(mode: str, single_thread: bool = False, serial=()):
@@ -146,7 +148,7 @@ class TraceSynth(Generator):
                  precision: str = SAMPLE_PRECISION, train_precision: str = TRAIN_PRECISION,
                  ngram_order: int = NGRAM_ORDER, self_condition: bool | None = None, keep_best: bool = False,
                  ema: float = EMA, val_fraction: float = VAL_FRACTION, start_rate_end: float | None = None,
-                 cadence: bool = CADENCE):
+                 cadence: bool = CADENCE, start_steps: int | None = START_STEPS):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -186,6 +188,7 @@ class TraceSynth(Generator):
         self.ema = ema  # training: decay of the weights' moving average that is sampled (0: the last weights)
         self.val_fraction = val_fraction  # training: share of each trace's end held out (0: train on all)
         self.cadence = cadence  # sampling: the cadence scaffold
+        self.start_steps = start_steps  # sampling: steps of a trace's first window (None: sample_steps)
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
@@ -193,7 +196,7 @@ class TraceSynth(Generator):
                 "corrector_steps", "start_temperature", "start_rate", "start_rate_end", "phase_events", "spread",
                 "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds", "ngram_weight",
                 "ngram_rounds", "prior_from", "precision", "train_precision", "ngram_order", "self_condition",
-                "keep_best", "ema", "val_fraction", "cadence")
+                "keep_best", "ema", "val_fraction", "cadence", "start_steps")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -263,7 +266,7 @@ class TraceSynth(Generator):
                                          self.serial_syscalls(workload))
         margin = 0 if repair is None else max(64, n_events // 20)
         trace = generate(self.model_, self.encoder_, n_events + margin, workload,
-                         steps=steps or self.sample_steps,
+                         steps=steps or self.sample_steps, start_steps=self.start_steps,
                          guidance_scale=self.guidance_scale if guidance_scale is None else guidance_scale,
                          temperature=self.temperature, prefix_fraction=self.prefix_fraction, seed=seed,
                          guide=guide, on_progress=on_progress, corrector_steps=self.corrector_steps,

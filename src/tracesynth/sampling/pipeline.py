@@ -36,6 +36,7 @@ def generate(
     workload: str,
     *,
     steps: int = 16,
+    start_steps: int | None = None,
     seed: int = 0,
     guidance_scale: float = 1.0,
     temperature: float = 1.0,
@@ -62,6 +63,8 @@ def generate(
 ) -> Trace:
     """Generate `n_events` canonical events for `workload` (deterministic in `seed` on CPU);
     with `prefix`, they continue that trace (its last events condition the first window).
+    `start_steps`: denoising steps of the trace's first window, the one that holds its start-up
+    (None: `steps`; a window that continues `prefix` is not a first window).
     `support_rounds` > 0 runs the sampler's support corrector against the training traces'
     event 8-grams of `workload` where that grammar is closed (`EventSupport.applies`; a model
     saved before the table existed has none: no-op). `copy_rounds` > 0 runs the sampler's copy
@@ -82,6 +85,8 @@ def generate(
         raise ConfigError(f"unknown workload {workload!r}; the model knows: {', '.join(encoder.workloads)}")
     if not 0.0 <= prefix_fraction < 1.0:
         raise ConfigError("prefix fraction must be in [0, 1)")
+    if steps < 1 or (start_steps is not None and start_steps < 1):
+        raise ConfigError("denoising steps must be at least 1")
     r = model.config.downsample
     window = context or model.config.context
     window = max(r, window - window % r)
@@ -171,7 +176,9 @@ def generate(
                     window_mask["event"] = known_mask["event"].copy()
                     window_known["event"][at] = np.fromiter(plan.places.values(), dtype=np.int64)
                     window_mask["event"][at] = True
-                return sample_window(model, window_known, window_mask, label, steps, guidance_scale, generator,
+                first = offset == 0 and start_steps is not None  # the trace's start-up window
+                return sample_window(model, window_known, window_mask, label, start_steps if first else steps,
+                                     guidance_scale, generator,
                                      temperature, guide, partial_fn, banned=banned, order=order,
                                      time_grid=time_grid, offset=offset, event_names=event_names,
                                      corrector_steps=corrector_steps, start_temperature=start_temperature,
