@@ -76,7 +76,7 @@ def test_generate_writes_a_readable_canonical_trace(trained, tmp_path, suffix):
     out = tmp_path / f"synthetic.{suffix}"
     assert main(["generate", str(model), "-n", "300", "--steps", "4", "--seed", "3", "--temperature", "0.9",
                  "--start-temperature", "0.5", "--spread", "2", "--tid-temperature", "0.7", "--constraints", "none",
-                 "-o", str(out)]) == 0
+                 "--start-steps", "6", "-o", str(out)]) == 0
     back = tracesynth.load(out).to_pandas()
     assert len(back) == 300 and back["ts"].is_monotonic_increasing
     assert back["tid"].notna().any() and back["cpu"].notna().any() and back["event"].notna().all()
@@ -243,6 +243,8 @@ def test_bad_requests_fail_with_one_line_errors(trained, tmp_path, capsys):
     assert main(["generate", str(tmp_path), "-n", "10", "-o", str(tmp_path / "x.parquet")]) == 2
     assert main(["generate", str(model), "-n", "10", "--start-temperature", "0", "-o", str(tmp_path / "x.parquet")]) == 2
     assert "--start-temperature must be positive" in capsys.readouterr().err
+    assert main(["generate", str(model), "-n", "10", "--start-steps", "0", "-o", str(tmp_path / "x.parquet")]) == 2
+    assert "--start-steps must be >= 1" in capsys.readouterr().err
     assert main(["generate", str(model), "-n", "10", "--spread", "-1", "-o", str(tmp_path / "x.parquet")]) == 2
     assert "--spread must be >= 0" in capsys.readouterr().err
     assert main(["generate", str(model), "-n", "10", "--tid-temperature", "-1", "-o", str(tmp_path / "x.parquet")]) == 2

@@ -38,6 +38,37 @@ def test_fileio_syncs_are_one_rhythm_with_their_exit_as_member(fileio):
     assert not {"syscall_entry_read", "syscall_exit_read"} & set(names(encoder, rhythm.before))
 
 
+def test_fileio_closes_every_20th_sync_of_a_phase_with_an_fsync(fileio):
+    """fio syncs every 256 writes and finishes a file every 20 syncs: an `fsync` right after
+    that sync's exit (three times a run; the fourth, at the end of the run, is not after one)."""
+    encoder, _ = fileio
+    (rhythm,) = encoder.cadence.of("fileio")
+    assert rhythm.period == 20 and rhythm.phases.tolist() == [40, 20, 40, 20]
+    assert names(encoder, rhythm.closers) == ["syscall_entry_fsync", "syscall_exit_fsync"]
+    assert len(rhythm.layouts) == 2 * 3 and (rhythm.layouts[:, 0] == 1).all()  # right after the exit
+    assert (rhythm.layouts[:, 1] == 0).all() and set(rhythm.layouts[:, 2].tolist()) <= {3, 4}
+
+
+def test_closers_need_every_closing_occurrence_and_no_other():
+    rng = np.random.default_rng(1)
+    codes, closing = [], []
+    for k in range(1, 25):  # anchor 1 every 200-209 events; event 3 after every 4th, event 4 after a few
+        block = np.zeros(int(rng.integers(200, 210)), dtype=np.int64)
+        block[0] = 1
+        if k % 4 == 0:
+            block[5:7] = 3, 5
+        if k in (3, 4):
+            block[9] = 4
+        codes.append(block)
+    (rhythm,) = CadenceTable.fit([("w", np.concatenate(codes))]).of("w")
+    assert rhythm.event == 1 and rhythm.period == 4 and rhythm.closers.tolist() == [3, 5]
+    assert rhythm.layouts.tolist() == [[5, 0, 1]] * 6  # no member: the lead counts from the anchor
+    for k in (1, 2):  # one closing occurrence without it: no closer
+        codes[4 * k - 1][5:7] = 0
+        assert CadenceTable.fit([("w", np.concatenate(codes))]).of("w")[0].period == 0
+        codes[4 * k - 1][5:7] = 3, 5
+
+
 def test_short_or_unsteady_recurrences_are_left_to_the_model():
     runs = [ds.load("gzip", r) for r in (1, 2)]
     encoder = TraceEncoder("light").fit(runs)
@@ -63,6 +94,14 @@ def test_arrays_round_trip_and_bad_arrays_fail(fileio):
     assert a.event == b.event and (a.gaps == b.gaps).all() and (a.phases == b.phases).all()
     assert (a.members == b.members).all() and (a.before == b.before).all()
     assert all((x == y).all() for x, y in zip(a.between, b.between))
+    assert a.period == b.period == 20 and (a.closers == b.closers).all() and (a.layouts == b.layouts).all()
+    arrays = table.to_arrays()
+    del arrays["period/fileio/0"], arrays["closers/fileio/0"], arrays["layouts/fileio/0"]
+    assert CadenceTable.from_arrays(arrays).of("fileio")[0].period == 0  # a table saved before closers
+    arrays = table.to_arrays()
+    arrays["layouts/fileio/0"][:, 2] = 0  # the exit at the entry
+    with pytest.raises(ValueError, match="closers/fileio/0 must come with a period"):
+        CadenceTable.from_arrays(arrays)
     arrays = table.to_arrays()
     arrays["gaps/fileio/0"] = arrays["gaps/fileio/0"][::-1].copy()
     with pytest.raises(ValueError, match="sorted positive gaps"):

@@ -55,6 +55,7 @@ def _write(tmp_path, text: str) -> Path:
     ("tracesynth:\n  ngram_weight: -0.5\n", "tracesynth.ngram_weight", "0 (off) or positive"),
     ("tracesynth:\n  ngram_rounds: 0\n", "tracesynth.ngram_rounds", "1 or more"),
     ("tracesynth:\n  prefix_fraction: 1.0\n", "tracesynth.prefix_fraction", "in [0, 1)"),
+    ("tracesynth:\n  start_steps: 0\n", "tracesynth.start_steps", "at least 1"),
     ("tracesynth:\n  ngram_order: 65\n", "tracesynth.ngram_order", "1-64"),
     ("tracesynth:\n  serial_guide: maybe\n", "tracesynth.serial_guide", "true"),
     ("tracesynth:\n  prior_from: -1\n", "tracesynth.prior_from", "0 (every event) or more"),

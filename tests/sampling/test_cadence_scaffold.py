@@ -10,7 +10,7 @@ import torch
 import tracesynth.datasets as ds
 from tracesynth import Trace, TraceMeta
 from tracesynth.encoding.trace_encoder import TraceEncoder
-from tracesynth.sampling.cadence_scaffold import CadenceScaffold, Plan
+from tracesynth.sampling.cadence_scaffold import ROOM, CadenceScaffold, Plan
 
 N = 4096
 
@@ -21,7 +21,7 @@ def fileio():
     (rhythm,) = encoder.cadence.of("fileio")
     code = {name: int(encoder.event.encode(np.array([name]))[0]) for name in (
         "syscall_entry_write", "syscall_exit_write", "syscall_entry_fdatasync", "syscall_exit_fdatasync",
-        "sched_switch", "syscall_exit_read")}
+        "sched_switch", "syscall_exit_read", "syscall_entry_fsync", "syscall_exit_fsync")}
     return rhythm, code
 
 
@@ -127,6 +127,38 @@ def test_settle_drops_a_second_exit_moves_a_late_one_and_puts_a_missing_one(file
     assert list(settled[b2:b2 + 4]) == [entry, switch, exit_, drawn[b + 2]]
     assert list(settled[c2:c2 + 4]) == [entry, switch, exit_, drawn[c + 2]]
     assert (np.isin(settled, [exit_]).sum(), (settled == entry).sum()) == (3, 3)
+
+
+def test_the_20th_sync_of_a_phase_gets_its_fsync(fileio):
+    """fileio finishes a file every 20 syncs with an fsync right after the sync's exit: the
+    scaffold puts one there (the model never draws the rare call), the scheduler events inside
+    it and the events after it drawn again, the rest of the window moved down."""
+    rhythm, code = fileio
+    scaffold = in_phase(rhythm, 0, last=0, left=3, pending=1600)
+    scaffold.total[rhythm.event] = 20  # these are the phase's 18th, 19th and 20th
+    plan = scaffold.plan(512, 512, N)
+    a, b, c = anchors(plan, rhythm.event)
+    assert [p for p, *_ in plan.closing] == [c]
+    fsync_in, fsync_out = code["syscall_entry_fsync"], code["syscall_exit_fsync"]
+    assert plan.bans[fsync_in][512:c + rhythm.low].all() and not plan.bans[fsync_in][:512].any()
+    entry, exit_, switch = rhythm.event, code["syscall_exit_fdatasync"], code["sched_switch"]
+    drawn = writes(code)
+    for p in (a, b, c):
+        drawn[p:p + 3] = entry, switch, exit_
+    index, put = CadenceScaffold.settle(plan, drawn, 512)
+    lead, _, last = plan.closing[0][3].tolist()
+    q, span = c + 2 + lead, last + 1
+    assert put == {q: fsync_in, q + last: fsync_out}
+    assert (index[:q] == np.arange(q)).all()  # up to the sync's exit nothing moves
+    assert (index[q:q + span + ROOM] < 0).all()  # the closers, what lies inside and after: drawn
+    assert (index[q + span + ROOM:] == np.arange(q + ROOM, N - span)).all()  # the rest moved down
+    drawn[q:q + 2] = fsync_in, fsync_out  # a model that closed the file itself is left alone
+    assert CadenceScaffold.settle(plan, drawn, 512) is None
+    drawn[q:q + 2] = writes(code)[q:q + 2]
+    tight = plan.copy()  # a closing sync at the window's end: no room for its fsync here, left as drawn
+    tight.closing = [(N - 10, *plan.closing[0][1:])]
+    drawn[N - 10:N - 7] = entry, switch, exit_
+    assert CadenceScaffold.settle(tight, drawn, 512) is None
 
 
 def test_an_anchor_among_events_training_never_has_before_it_ends_the_phase(fileio):

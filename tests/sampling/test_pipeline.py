@@ -77,3 +77,29 @@ def test_unknown_workload_is_a_config_error(toy):
     model, encoder = toy
     with pytest.raises(ConfigError, match="unknown workload"):
         generate(model, encoder, 10, "nope")
+
+
+def test_start_steps_draw_the_first_window_only(toy, monkeypatch):
+    """The trace's first window (its start-up) takes `start_steps`; every later window, and a
+    window that continues a given trace, takes `steps`."""
+    import tracesynth.sampling.pipeline as pipeline
+
+    model, encoder = toy
+    calls = []
+    plain = pipeline.sample_window
+
+    def recording(model, known, known_mask, label, steps, *args, **kwargs):
+        calls.append((kwargs["offset"], steps))
+        return plain(model, known, known_mask, label, steps, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "sample_window", recording)
+    trace = generate(model, encoder, 100, "toy", steps=4, start_steps=9, seed=1)
+    assert calls[0] == (0, 9) and len(calls) > 3 and {s for _, s in calls[1:]} == {4}
+    calls.clear()
+    generate(model, encoder, 40, "toy", steps=4, start_steps=9, seed=1, prefix=trace)
+    assert calls and {s for _, s in calls} == {4} and min(o for o, _ in calls) > 0
+    calls.clear()
+    same = generate(model, encoder, 100, "toy", steps=4, start_steps=4, seed=1).to_pandas()
+    assert same.equals(generate(model, encoder, 100, "toy", steps=4, seed=1).to_pandas())
+    with pytest.raises(ConfigError, match="at least 1"):
+        generate(model, encoder, 10, "toy", steps=4, start_steps=0)

@@ -24,7 +24,10 @@ offset of one (`sampling.cadence_scaffold`). Kept per anchor: the training gaps 
 draws from them) and the length of each training phase, in occurrences: a phase ends at a gap
 over `PAUSE` times the longest steady one, or with the trace (fileio: 60 syncs, then it reads
 its files back with none). The scaffold draws a phase's length from them and then lets the
-model go on or stop by itself.
+model go on or stop by itself. Kept too: the events that close every `period`-th occurrence of
+a phase (`Rhythm.closers`; fio finishes a file every 20 syncs with an `fsync` right after the
+sync's exit, three times a run: a network does not count to 20 syncs, and the call is too rare
+to be drawn) with the layout of each training occurrence; the scaffold puts them (`settle`).
 
 Event types only, kept with the model in `cadence.safetensors` (safetensors, never pickle). A
 model saved before this table existed has none: no scaffold.
@@ -62,6 +65,14 @@ class Rhythm:
     between: tuple = ()
     # int64, sorted: the events training has among the LEAD before the anchor (None: not known)
     before: np.ndarray | None = None
+    # Events that close every `period`-th occurrence of a phase (fileio: an `fsync` after every
+    # 20th sync, as each file is finished), in the order they come (int64 [k]; none: period 0),
+    # and one row per training occurrence (int64 [n, k + 1]): how far the first of them follows
+    # the anchor's last member (the sync's exit; the anchor itself where it has none), then each
+    # one's offset from the first.
+    period: int = 0
+    closers: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    layouts: np.ndarray = field(default_factory=lambda: np.zeros((0, 1), dtype=np.int64))
 
     def inside(self, k: int) -> np.ndarray | None:
         return self.between[k] if k < len(self.between) else None
@@ -111,6 +122,58 @@ def _between(runs: list[np.ndarray], anchor: list[np.ndarray], member: list[np.n
     return np.array(sorted(seen), dtype=np.int64)
 
 
+def _ordinals(where: np.ndarray, pause: float) -> np.ndarray:
+    """Each occurrence's place in its phase (1, 2, ...; a gap over `pause` starts a new phase)."""
+    if not len(where):
+        return np.zeros(0, dtype=np.int64)
+    starts = np.concatenate([[True], np.diff(where) > pause])
+    index = np.arange(len(where))
+    return index - np.maximum.accumulate(np.where(starts, index, 0)) + 1
+
+
+def _closers(runs: list[np.ndarray], where: list[np.ndarray], pause: float, gap: int,
+             members: list[np.ndarray]) -> tuple[int, np.ndarray, np.ndarray]:
+    """(period, closer events in order, layouts) of an anchor (`Rhythm.closers`): the event
+    types that come within `REACH` events after exactly the anchor occurrences whose place in
+    their phase is a multiple of one period (2 or more), after every such occurrence, at a
+    narrow offset, with at least half of their occurrences there. `members`: positions of the
+    anchor's members per run (the layout counts from the last one before the closers)."""
+    anchors = [(c, int(a), int(k), m) for c, w, m in zip(runs, where, members)
+               for a, k in zip(w.tolist(), _ordinals(w, pause).tolist())]
+    if len(anchors) < 4:
+        return 0, np.zeros(0, dtype=np.int64), np.zeros((0, 1), dtype=np.int64)
+    reach = [c[a + 1:a + REACH + 1] for c, a, _, _ in anchors]
+    ordinal = np.array([k for _, _, k, _ in anchors])
+    found = []  # (event, offsets of its first occurrence after each closing anchor)
+    for event in np.unique(np.concatenate(reach)).tolist():
+        near = np.array([bool((r == event).any()) for r in reach])
+        if near.sum() < 2:
+            continue
+        period = int(ordinal[near].min())
+        closing = ordinal % period == 0
+        if period < 2 or not np.array_equal(near, closing):
+            continue
+        total = sum(int((c == event).sum()) for c in runs)
+        offsets = np.array([int(np.argmax(r == event)) + 1 for r, n in zip(reach, near) if n])
+        if 2 * near.sum() < total or offsets.max() - offsets.min() >= gap / 2:
+            continue
+        found.append((event, period, offsets))
+    if not found or len({p for _, p, _ in found}) != 1:
+        return 0, np.zeros(0, dtype=np.int64), np.zeros((0, 1), dtype=np.int64)
+    period = found[0][1]
+    found.sort(key=lambda f: (np.median(f[2]), f[0]))
+    first = np.min([f[2] for f in found], axis=0)  # offset of the first closer after each closing anchor
+    layouts = []
+    for i, (_, a, _, m) in enumerate(x for x in anchors if x[2] % period == 0):
+        lead = m[(m > a) & (m < a + first[i])]
+        after = int(first[i] - (lead.max() - a)) if len(lead) else int(first[i])
+        layouts.append([after] + [int(f[2][i] - first[i]) for f in found])
+    if any(np.any(np.diff(row[1:]) < 1) for row in layouts):  # closers in no steady order
+        return 0, np.zeros(0, dtype=np.int64), np.zeros((0, 1), dtype=np.int64)
+    events = np.array([f[0] for f in found], dtype=np.int64)
+    return period, events, np.array(layouts, dtype=np.int64)
+
+
 def _rhythm(runs: list[np.ndarray], group: list[tuple]) -> Rhythm:
     """The rhythm of a group of event types that recur together (`CadenceTable.fit`'s `found`
     rows, steadiest first). Its anchor is the steadiest; among types as steady (within 1%),
@@ -125,7 +188,7 @@ def _rhythm(runs: list[np.ndarray], group: list[tuple]) -> Rhythm:
     _, event, _, _, kept, phases, where = anchor
     lead = [c[np.clip(p[:, None] - np.arange(1, LEAD + 1), 0, None)] for c, p in zip(runs, where) if len(p)]
     before = np.unique(np.concatenate([x.ravel() for x in lead])).astype(np.int64)
-    members, between = [], []
+    members, between, member_at = [], [], [np.zeros(0, dtype=np.int64) for _ in runs]
     for f in group:
         if f is anchor:
             continue
@@ -133,7 +196,10 @@ def _rhythm(runs: list[np.ndarray], group: list[tuple]) -> Rhythm:
         if len(offsets) and np.abs(offsets).max() <= REACH and offsets.max() - offsets.min() < kept[0] / 2:
             members.append([f[1], int(offsets.min()), int(offsets.max())])
             between.append(_between(runs, where, f[6], int(offsets.max())) if offsets.min() > 0 else None)
-    return Rhythm(int(event), kept, phases, np.array(members, dtype=np.int64).reshape(-1, 3), tuple(between), before)
+            member_at = [np.union1d(m, p) for m, p in zip(member_at, f[6])]
+    period, closers, layouts = _closers(runs, where, PAUSE * kept[-1], int(kept[0]), member_at)
+    return Rhythm(int(event), kept, phases, np.array(members, dtype=np.int64).reshape(-1, 3), tuple(between), before,
+                  period, closers, layouts)
 
 
 class CadenceTable:
@@ -194,6 +260,10 @@ class CadenceTable:
                 arrays[f"anchor/{w}/{i}"] = np.array([r.event], dtype=np.int64)
                 if r.before is not None:
                     arrays[f"before/{w}/{i}"] = r.before.astype(np.int64)
+                if len(r.closers):
+                    arrays[f"period/{w}/{i}"] = np.array([r.period], dtype=np.int64)
+                    arrays[f"closers/{w}/{i}"] = r.closers.astype(np.int64)
+                    arrays[f"layouts/{w}/{i}"] = r.layouts.astype(np.int64)
         arrays["version"] = np.array([1], dtype=np.int64)
         return arrays
 
@@ -219,6 +289,24 @@ class CadenceTable:
             between = tuple(np.asarray(arrays[f"between/{w}/{i}/{j}"], dtype=np.int64)
                             if f"between/{w}/{i}/{j}" in arrays else None for j in range(len(members)))
             before = arrays.get(f"before/{w}/{i}")
+            period, closers, layouts = _closers_from(arrays, f"{w}/{i}")
             rhythms.setdefault(w, {})[int(i)] = Rhythm(int(value[0]), gaps, phases, members, between,
-                                                       None if before is None else np.asarray(before, dtype=np.int64))
+                                                       None if before is None else np.asarray(before, dtype=np.int64),
+                                                       period, closers, layouts)
         return cls({w: [r[i] for i in sorted(r)] for w, r in rhythms.items()})
+
+
+def _closers_from(arrays: dict[str, np.ndarray], key: str) -> tuple[int, np.ndarray, np.ndarray]:
+    """A rhythm's (period, closers, layouts) from `CadenceTable.to_arrays`' entries; none in a
+    table saved before closers existed."""
+    if f"closers/{key}" not in arrays:
+        return 0, np.zeros(0, dtype=np.int64), np.zeros((0, 1), dtype=np.int64)
+    closers = np.asarray(arrays[f"closers/{key}"], dtype=np.int64)
+    period = np.asarray(arrays.get(f"period/{key}", np.zeros(0)), dtype=np.int64)
+    layouts = np.asarray(arrays.get(f"layouts/{key}", np.zeros((0, 0))), dtype=np.int64)
+    if (closers.ndim != 1 or not len(closers) or period.shape != (1,) or period[0] < 2 or layouts.ndim != 2
+            or layouts.shape[0] < 1 or layouts.shape[1] != len(closers) + 1 or np.any(layouts[:, 0] < 1)
+            or np.any(layouts[:, 1] != 0) or np.any(np.diff(layouts[:, 1:], axis=1) < 1)):
+        raise ValueError(f"closers/{key} must come with a period of 2 or more and one layout row per "
+                         f"occurrence (a positive lead, then each closer's offset from the first, rising)")
+    return int(period[0]), closers, layouts

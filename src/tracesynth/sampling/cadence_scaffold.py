@@ -11,7 +11,11 @@ events that recur with it (`Rhythm.members`: the sync's exit) everywhere but wit
 training offsets of an anchor (its zone), so the model adds none of its own in between: an
 exit alone would be repaired into another sync. A member the model draws twice in one zone
 (two exits for one sync) is removed, and one drawn after an event training never has between
-the anchor and it (a write inside the sync) is moved before that event (`settle`).
+the anchor and it (a write inside the sync) is moved before that event (`settle`). An anchor
+whose place in its phase is a multiple of the rhythm's period gets the rhythm's closers
+(`Rhythm.closers`: fileio's `fsync` after every 20th sync) where the model drew none: put after
+its last member at a training occurrence's layout, the events inside and just after them drawn
+again around them.
 
 Where a rhythm is, is the model's call: the scaffold only continues one the trace already has.
 A window drawn without the scaffold in which the model starts a rhythm (an anchor after none,
@@ -33,7 +37,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tracesynth.encoding.cadence import LEAD, PAUSE, Rhythm
+from tracesynth.encoding.cadence import LEAD, PAUSE, REACH, Rhythm
+
+ROOM = 8  # events after a closer put into a window that are drawn again around it
 
 
 @dataclass
@@ -50,10 +56,15 @@ class Plan:
     inside: dict[int, np.ndarray | None] = field(default_factory=dict)
     left: dict[int, int] = field(default_factory=dict)
     pending: dict[int, int] = field(default_factory=dict)
+    # Per scaffolded anchor, how many occurrences its phase has in all (the place of each in
+    # its phase decides where closers go); the anchors to close in this window: (window
+    # position, member events, closer events, layout: `Rhythm.layouts` row drawn for it)
+    total: dict[int, int] = field(default_factory=dict)
+    closing: list[tuple[int, tuple, np.ndarray, np.ndarray]] = field(default_factory=list)
 
     def copy(self) -> Plan:
         return Plan(dict(self.places), dict(self.bans), dict(self.zones), dict(self.inside), dict(self.left),
-                    dict(self.pending))
+                    dict(self.pending), dict(self.total), list(self.closing))
 
     def ban_list(self) -> list[tuple[int, np.ndarray]]:
         return list(self.bans.items())
@@ -68,6 +79,7 @@ class CadenceScaffold:
         self.last: dict[int, int | None] = {r.event: None for r in self.rhythms}
         self.left = {r.event: 0 for r in self.rhythms}  # occurrences the current phase has left
         self.pending: dict[int, int | None] = {r.event: None for r in self.rhythms}
+        self.total = {r.event: 0 for r in self.rhythms}  # occurrences of the current phase in all
 
     def _draw(self, rhythm: Rhythm) -> int:
         return int(rhythm.gaps[self.rng.integers(len(rhythm.gaps))])
@@ -79,6 +91,7 @@ class CadenceScaffold:
         for r in self.rhythms:
             at = self.pending[r.event]
             if self.left[r.event] > 0 and at is not None:
+                plan.total[r.event] = self.total[r.event]
                 self._schedule(plan, r, max(at, offset + start), self.left[r.event], offset, start, length)
         return plan
 
@@ -108,6 +121,7 @@ class CadenceScaffold:
         new = plan.copy()
         for r, first, last in started:
             beats = int(r.phases[self.rng.integers(len(r.phases))])
+            new.total[r.event] = beats
             if last is None or first - last > PAUSE * r.high:
                 self._schedule(new, r, first + self._draw(r), beats - 1, offset, start, length, first=first)
             else:
@@ -123,13 +137,75 @@ class CadenceScaffold:
                 self.last[r.event] = offset + start + int(where[-1])
             self.left[r.event] = plan.left.get(r.event, 0)
             self.pending[r.event] = plan.pending.get(r.event)
+            self.total[r.event] = plan.total.get(r.event, self.total[r.event])
 
     @staticmethod
     def settle(plan: Plan, codes: np.ndarray, start: int) -> tuple[np.ndarray, dict[int, int]] | None:
-        """Where the model drew an anchor's members wrong, the window's events rearranged: an
-        index per position into the window as drawn (negative: drawn again) and the member
-        event put at some of those ({position: event}: its other channels drawn again), or
-        None where nothing is wrong. In each zone the first member stays and any other is removed (two
+        """Where the model drew an anchor's members wrong or left a closing anchor unclosed, the
+        window's events rearranged: an index per position into the window as drawn (negative:
+        drawn again) and the events put at some of those ({position: event}: their other
+        channels drawn again), or None where nothing is wrong. Members first
+        (`_settle_members`), then closers (`_close`)."""
+        codes = np.asarray(codes)
+        members = CadenceScaffold._settle_members(plan, codes, start)
+        index, put = members if members is not None else (np.arange(len(codes)), {})
+        closed = CadenceScaffold._close(plan, codes, index, put, start)
+        return members if closed is None else closed
+
+    @staticmethod
+    def _close(plan: Plan, codes: np.ndarray, index: np.ndarray, put: dict[int, int],
+               start: int) -> tuple[np.ndarray, dict[int, int]] | None:
+        """The closers of each closing anchor the model left without (`Plan.closing`), put into
+        the window as settled so far (`index`, `put`) at the layout drawn for it: the first a
+        layout's lead after the anchor's last member (fileio's `fsync` right after the 20th
+        sync's exit), the others at their offsets from it, the events between them and the
+        `ROOM` after them drawn again (what follows moves down, the window's last events drop).
+        None where every closing anchor is closed or a layout does not fit in the free part."""
+        if not plan.closing:
+            return None
+        length = len(codes)
+        settled = np.where(index >= 0, codes[np.clip(index, 0, None)], -1)
+        for p, event in put.items():
+            settled[p] = event
+        at = {int(i): p for p, i in enumerate(index.tolist()) if i >= 0}  # drawn position -> settled one
+        inserts = []
+        for anchor, members, closers, layout in plan.closing:
+            a = at.get(anchor)
+            if a is None:
+                continue
+            reach = settled[a + 1:a + REACH + 1]
+            if np.isin(reach, closers).any():
+                continue  # the model closed it itself
+            firsts = [a + 1 + int(np.argmax(reach == m)) for m in members if (reach == m).any()]
+            q = (max(firsts) if firsts else a) + int(layout[0])
+            span = int(layout[-1]) + 1
+            if q >= start and q + span + ROOM <= length:
+                inserts.append((q, span, dict(zip((q + layout[1:]).tolist(), closers.tolist()))))
+        if not inserts:
+            return None
+        # Each position of the new window: ("s", settled position), ("c", event put) or ("f",): drawn again
+        layout_of = [("s", p) for p in range(length)]
+        for q, span, events in sorted(inserts, key=lambda x: -x[0]):
+            block = [("c", events[p]) if p in events else ("f",) for p in range(q, q + span)]
+            layout_of[q:q] = block
+            for p in range(q + span, q + span + ROOM):
+                layout_of[p] = ("f",)
+        layout_of = layout_of[:length]
+        new_index = np.full(length, -1, dtype=np.int64)
+        new_put = {}
+        for p, item in enumerate(layout_of):
+            if item[0] == "s":
+                new_index[p] = index[item[1]] if index[item[1]] >= 0 else (-2 if item[1] in put else -1)
+                if item[1] in put:
+                    new_put[p] = put[item[1]]
+            elif item[0] == "c":
+                new_index[p], new_put[p] = -2, int(item[1])
+        return new_index, new_put
+
+    @staticmethod
+    def _settle_members(plan: Plan, codes: np.ndarray, start: int) -> tuple[np.ndarray, dict[int, int]] | None:
+        """Where the model drew an anchor's members wrong, the window's events rearranged
+        (`settle`'s index and puts), or None where nothing is wrong. In each zone the first member stays and any other is removed (two
         exits for one sync; what follows moves up one, the window's last position is drawn
         again). A member that follows its anchor belongs before the first event training
         never has between them: where the model put it after one (a sync's exit after the
@@ -182,6 +258,10 @@ class CadenceScaffold:
             position = self._place(plan, at - offset, rhythm.event, length)
             if position is None:
                 break
+            place = plan.total.get(rhythm.event, 0) - left + 1  # its place in the phase
+            if rhythm.period and place > 0 and place % rhythm.period == 0:
+                layout = rhythm.layouts[self.rng.integers(len(rhythm.layouts))]
+                plan.closing.append((position, tuple(rhythm.members[:, 0].tolist()), rhythm.closers, layout))
             left -= 1
             at = offset + position + self._draw(rhythm)
         self._settle_phase(plan, rhythm, at, left, offset, start, length)
@@ -203,6 +283,10 @@ class CadenceScaffold:
         ban[start:free_from] = True
         ban[anchors] = False
         plan.bans[rhythm.event] = ban
+        for event in rhythm.closers.tolist():  # the scaffold puts them (`settle`), the model draws none
+            closer_ban = np.zeros(length, dtype=bool)
+            closer_ban[start:free_from] = True
+            plan.bans[event] = closer_ban
         for k, (event, lowest, highest) in enumerate(rhythm.members.tolist()):
             # A member that follows its anchor may come right after it: a lower bound only made
             # the model fill the first events with scheduler ping-pong (fileio, docs/model.md).
@@ -236,6 +320,7 @@ class CadenceScaffold:
             for p in placed:
                 if p >= wrong[0]:
                     del new.places[p]
+            new.closing = [c for c in new.closing if c[0] in new.places]
             self._settle_phase(new, r, 0, 0, offset, start, len(codes))
         return new
 
