@@ -18,7 +18,8 @@ almost none), and the first differing stretch of seed 0 against its nearer train
 Settings: `default` (the generator's defaults: the n-gram prior on every event),
 `prior-from-128` / `prior-from-512` (`generate --prior-from N`: no prior among a trace's first N
 events, where the network's trace-position embedding places the start-up), `no-prior`
-(`--ngram-weight 0`). No timing: these are counts, not speeds. Results:
+(`--ngram-weight 0`), `start-steps-64` (`generate --start-steps 64`: the first window in 64
+denoising steps instead of 16). No timing: these are counts, not speeds. Results:
 `benchmarks/results/support/bench_startup.txt`; docs/model.md, "Start-up without the prior".
 """
 
@@ -37,7 +38,7 @@ from tracesynth.errors import TraceSynthError
 from tracesynth.evaluation.windows import Vocabulary, encode
 
 SETTINGS = {"default": {}, "prior-from-128": {"prior_from": 128}, "prior-from-512": {"prior_from": 512},
-            "no-prior": {"ngram_weight": 0.0}}
+            "no-prior": {"ngram_weight": 0.0}, "start-steps-64": {"start_steps": 64}}
 
 
 def first_difference(events: list[str], reference: list[str]) -> str:

@@ -14,10 +14,13 @@ rounds, in alternating order, and print events/s, the ratio, and what the pass c
   as for the support corrector;
 - `--corrector cadence`: the cadence scaffold (off against on); for each steady rhythm of the
   workload's training runs, the share of the trace's gaps between its anchor events that lie in
-  training's steady range (workloads without one are skipped).
+  training's steady range (workloads without one are skipped);
+- `--corrector start`: the denoising steps of the trace's first window (`start_steps`, 16 = as
+  every window, against 64); the event types among the trace's first 512 events (a start-up
+  that drops a one-off loader call has fewer).
 
     .venv/bin/python benchmarks/bench_support.py --models out/light4096-3000-support/models \\
-        [--corrector support|copy|guide|ngram|cadence] [--workloads gzip,stream] [--events 32768] [--repeats 2] \\
+        [--corrector support|copy|guide|ngram|cadence|start] [--workloads gzip,stream] [--events 32768] [--repeats 2] \\
         [--levels 1,4]
 
 `--levels A,B,...` compares those settings of the pass (rounds, or the prior's weight) instead of
@@ -48,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=32768)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--corrector", choices=("support", "copy", "guide", "ngram", "cadence"), default="support")
+    parser.add_argument("--corrector", choices=("support", "copy", "guide", "ngram", "cadence", "start"),
+                        default="support")
     parser.add_argument("--ngram-rounds", type=int, default=None,
                         help="with --corrector ngram: parts a step (default: the sampler's)")
     parser.add_argument("--levels", default=None,
@@ -80,9 +84,12 @@ def main(argv: list[str] | None = None) -> int:
         "guide": ("guide_rounds", GUIDE_ROUNDS, "rule breaks per 1k before repair"),
         "ngram": ("ngram_weight", NGRAM_WEIGHT or 1.0, "unseen 8-grams"),
         "cadence": ("cadence", 1, "anchor gaps in training's range"),
+        "start": ("start_steps", 64, "event types in the first 512"),
     }[args.corrector]
-    levels = levels or [0, default]
-    print(f"{'workload':10s} {'weight' if args.corrector == 'ngram' else 'rounds':>6s} {'events/s':>10s} {measured:>32s}   ratio (time / the first row's)")
+    levels = levels or ([16, default] if args.corrector == "start" else [0, default])
+    if args.corrector == "start" and min(levels) < 1:
+        parser.error("--corrector start: steps must be at least 1")
+    print(f"{'workload':10s} {dict(ngram='weight', start='steps').get(args.corrector, 'rounds'):>6s} {'events/s':>10s} {measured:>32s}   ratio (time / the first row's)")
     for d in dirs:
         workload = d.name.split("__")[1]
         gen = TraceSynth.load(d, device="cpu")
@@ -126,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
                         gaps = np.diff(np.flatnonzero(codes == r.event))
                         parts.append(f"{int(((gaps >= r.low) & (gaps <= r.high)).sum())}/{len(gaps)}")
                     effect[level] = ", ".join(parts)
+                elif args.corrector == "start":
+                    effect[level] = str(len(np.unique(codes[:512])))
                 else:
                     effect[level] = f"{support.novel_share(codes, workload):.2%}"
         for level in levels:
@@ -141,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.corrector == "cadence":
             names = gen.encoder_.event.decode(np.array([r.event for r in rhythms]))
             note = "; " + ", ".join(f"{n} every {r.low:,}-{r.high:,}" for n, r in zip(names, rhythms))
+        elif args.corrector == "start":
+            note = f"; sample_steps {gen.sample_steps} in every later window"
         else:
             note = f"; a training run's own unseen share {support.natural.get(workload, 0.0):.2%}"
             note += "" if support.applies(workload) else "  (open grammar: corrector off)"
