@@ -114,7 +114,7 @@ def run(args, settings: list[str]) -> None:
                     example = first_difference(trace.column("event").to_pylist()[:n], names[r])
             for key, value in saved.items():  # back to the model's own settings
                 setattr(gen, key, value)
-            print(f"  {setting:12s} distance {np.mean(distances):5.2f} ({min(distances):.0f}-{max(distances):.0f}), "
+            print(f"  {setting:14s} distance {np.mean(distances):5.2f} ({min(distances):.0f}-{max(distances):.0f}), "
                   f"unseen {np.mean(unseen):5.2f} ({min(unseen):.0f}-{max(unseen):.0f}); seed 0 {example}")
 
 
