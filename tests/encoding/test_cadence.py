@@ -40,13 +40,17 @@ def test_fileio_syncs_are_one_rhythm_with_their_exit_as_member(fileio):
 
 def test_fileio_closes_every_20th_sync_of_a_phase_with_an_fsync(fileio):
     """fio syncs every 256 writes and finishes a file every 20 syncs: an `fsync` right after
-    that sync's exit (three times a run; the fourth, at the end of the run, is not after one)."""
+    that sync's exit (three times a run; the fourth, at the end of the run, is not after one),
+    then the file's `close` and the next one's `openat`, which come elsewhere too but after no
+    other sync."""
     encoder, _ = fileio
     (rhythm,) = encoder.cadence.of("fileio")
     assert rhythm.period == 20 and rhythm.phases.tolist() == [40, 20, 40, 20]
-    assert names(encoder, rhythm.closers) == ["syscall_entry_fsync", "syscall_exit_fsync"]
+    assert names(encoder, rhythm.closers) == [f"syscall_{k}_{call}" for call in ("fsync", "close", "openat")
+                                              for k in ("entry", "exit")]
     assert len(rhythm.layouts) == 2 * 3 and (rhythm.layouts[:, 0] == 1).all()  # right after the exit
     assert (rhythm.layouts[:, 1] == 0).all() and set(rhythm.layouts[:, 2].tolist()) <= {3, 4}
+    assert (np.diff(rhythm.layouts[:, 1:], axis=1) >= 1).all() and rhythm.layouts[:, -1].max() < 16
 
 
 def test_closers_need_every_closing_occurrence_and_no_other():
@@ -57,12 +61,18 @@ def test_closers_need_every_closing_occurrence_and_no_other():
         block[0] = 1
         if k % 4 == 0:
             block[5:7] = 3, 5
+            block[8] = 6  # common elsewhere (below), after no other anchor: it comes along
         if k in (3, 4):
             block[9] = 4
+        block[150:160] = 6
         codes.append(block)
     (rhythm,) = CadenceTable.fit([("w", np.concatenate(codes))]).of("w")
-    assert rhythm.event == 1 and rhythm.period == 4 and rhythm.closers.tolist() == [3, 5]
-    assert rhythm.layouts.tolist() == [[5, 0, 1]] * 6  # no member: the lead counts from the anchor
+    assert rhythm.event == 1 and rhythm.period == 4 and rhythm.closers.tolist() == [3, 5, 6]
+    assert rhythm.layouts.tolist() == [[5, 0, 1, 3]] * 6  # no member: the lead counts from the anchor
+    alone = [b.copy() for b in codes]
+    for b in alone:
+        b[5:7] = 0  # only the event common elsewhere follows them: an end, not a period
+    assert CadenceTable.fit([("w", np.concatenate(alone))]).of("w")[0].period == 0
     for k in (1, 2):  # one closing occurrence without it: no closer
         codes[4 * k - 1][5:7] = 0
         assert CadenceTable.fit([("w", np.concatenate(codes))]).of("w")[0].period == 0

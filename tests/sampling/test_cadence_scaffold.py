@@ -130,9 +130,10 @@ def test_settle_drops_a_second_exit_moves_a_late_one_and_puts_a_missing_one(file
 
 
 def test_the_20th_sync_of_a_phase_gets_its_fsync(fileio):
-    """fileio finishes a file every 20 syncs with an fsync right after the sync's exit: the
-    scaffold puts one there (the model never draws the rare call), the scheduler events inside
-    it and the events after it drawn again, the rest of the window moved down."""
+    """fileio finishes a file every 20 syncs: an fsync right after the sync's exit, the file's
+    close, the next one's openat. The scaffold puts them there at a training layout (the model
+    never draws the rare call), the events between and after them drawn again, the rest of the
+    window moved down."""
     rhythm, code = fileio
     scaffold = in_phase(rhythm, 0, last=0, left=3, pending=1600)
     scaffold.total[rhythm.event] = 20  # these are the phase's 18th, 19th and 20th
@@ -146,19 +147,45 @@ def test_the_20th_sync_of_a_phase_gets_its_fsync(fileio):
     for p in (a, b, c):
         drawn[p:p + 3] = entry, switch, exit_
     index, put = CadenceScaffold.settle(plan, drawn, 512)
-    lead, _, last = plan.closing[0][3].tolist()
-    q, span = c + 2 + lead, last + 1
-    assert put == {q: fsync_in, q + last: fsync_out}
+    layout = plan.closing[0][3]
+    q, span = c + 2 + int(layout[0]), int(layout[-1]) + 1
+    assert put == dict(zip((q + layout[1:]).tolist(), rhythm.closers.tolist()))
+    assert put[q] == fsync_in and fsync_out in put.values()
     assert (index[:q] == np.arange(q)).all()  # up to the sync's exit nothing moves
-    assert (index[q:q + span + ROOM] < 0).all()  # the closers, what lies inside and after: drawn
+    assert (index[q:q + span + ROOM] < 0).all()  # the closers, what lies between and after: drawn
     assert (index[q + span + ROOM:] == np.arange(q + ROOM, N - span)).all()  # the rest moved down
     drawn[q:q + 2] = fsync_in, fsync_out  # a model that closed the file itself is left alone
     assert CadenceScaffold.settle(plan, drawn, 512) is None
     drawn[q:q + 2] = writes(code)[q:q + 2]
-    tight = plan.copy()  # a closing sync at the window's end: no room for its fsync here, left as drawn
+    tight = plan.copy()  # a closing sync at the window's end: no room for its closers here, left as drawn
     tight.closing = [(N - 10, *plan.closing[0][1:])]
     drawn[N - 10:N - 7] = entry, switch, exit_
     assert CadenceScaffold.settle(tight, drawn, 512) is None
+
+
+def test_a_closing_sync_waits_for_room_and_a_phase_ended_early_is_closed(fileio):
+    """The scaffold does not place a closing sync where its closers would not fit before the
+    window's end: it comes first in the next window. A phase the model ends early (it went on
+    to reading) ends with its closers, as every training phase does."""
+    rhythm, code = fileio
+    room = CadenceScaffold._closing_room(rhythm)
+    scaffold = in_phase(rhythm, 0, last=0, left=1, pending=N - room + 5)
+    scaffold.total[rhythm.event] = 20
+    plan = scaffold.plan(0, 0, N)
+    assert anchors(plan, rhythm.event) == [] and not plan.closing
+    assert plan.left[rhythm.event] == 1 and plan.pending[rhythm.event] == N - room + 5
+    follow = scaffold.plan(N - 1024, 1024, N)  # the next window: its first free position
+    assert anchors(follow, rhythm.event) == [1024] and [p for p, *_ in follow.closing] == [1024]
+    scaffold = in_phase(rhythm, 0, last=0, left=9, pending=600)
+    scaffold.total[rhythm.event] = 20  # the 12th to the 20th: the 20th is past this window
+    plan = scaffold.plan(0, 0, N)
+    placed = anchors(plan, rhythm.event)
+    assert not plan.closing
+    drawn = writes(code)
+    drawn[placed] = rhythm.event
+    drawn[placed[2] - 20:placed[2]] = code["syscall_exit_read"]  # the model reads before the third
+    ended = scaffold.out_of_phase(plan, drawn, 0, 0)
+    assert anchors(ended, rhythm.event) == placed[:2] and [p for p, *_ in ended.closing] == [placed[1]]
 
 
 def test_an_anchor_among_events_training_never_has_before_it_ends_the_phase(fileio):

@@ -121,10 +121,11 @@ class CadenceScaffold:
         new = plan.copy()
         for r, first, last in started:
             beats = int(r.phases[self.rng.integers(len(r.phases))])
-            new.total[r.event] = beats
             if last is None or first - last > PAUSE * r.high:
+                new.total[r.event] = beats
                 self._schedule(new, r, first + self._draw(r), beats - 1, offset, start, length, first=first)
-            else:
+            else:  # no pause: training's phase goes on, and so does the count its closers keep
+                new.total[r.event] = plan.total.get(r.event, self.total[r.event]) + beats
                 self._schedule(new, r, max(last + self._draw(r), offset + start), beats, offset, start, length)
         return new
 
@@ -260,8 +261,12 @@ class CadenceScaffold:
                 break
             place = plan.total.get(rhythm.event, 0) - left + 1  # its place in the phase
             if rhythm.period and place > 0 and place % rhythm.period == 0:
-                layout = rhythm.layouts[self.rng.integers(len(rhythm.layouts))]
-                plan.closing.append((position, tuple(rhythm.members[:, 0].tolist()), rhythm.closers, layout))
+                if position + self._closing_room(rhythm) > length:
+                    # no room for its closers in this window: it goes first in the next one
+                    del plan.places[position]
+                    at = offset + position
+                    break
+                self._close_at(plan, rhythm, position)
             left -= 1
             at = offset + position + self._draw(rhythm)
         self._settle_phase(plan, rhythm, at, left, offset, start, length)
@@ -321,8 +326,30 @@ class CadenceScaffold:
                 if p >= wrong[0]:
                     del new.places[p]
             new.closing = [c for c in new.closing if c[0] in new.places]
+            kept = [p for p in placed if p < wrong[0]]
+            if kept and self._closes_phases(r) and kept[-1] not in [c[0] for c in new.closing]:
+                # every training phase ends on a closing occurrence (fileio: its file is closed
+                # before it reads the files back): so does one the model ends early
+                self._close_at(new, r, kept[-1])
             self._settle_phase(new, r, 0, 0, offset, start, len(codes))
         return new
+
+    def _close_at(self, plan: Plan, rhythm: Rhythm, position: int) -> None:
+        """The anchor at window `position` gets `rhythm`'s closers, at a training layout."""
+        layout = rhythm.layouts[self.rng.integers(len(rhythm.layouts))]
+        plan.closing.append((position, tuple(rhythm.members[:, 0].tolist()), rhythm.closers, layout))
+
+    @staticmethod
+    def _closing_room(rhythm: Rhythm) -> int:
+        """Window positions a closing anchor needs after it: its members' reach, the closers'
+        longest layout and the `ROOM` drawn again after them (`_close`)."""
+        reach = int(rhythm.members[:, 2].max()) if len(rhythm.members) else 0
+        return reach + int(rhythm.layouts[:, 0].max()) + int(rhythm.layouts[:, -1].max()) + 1 + ROOM
+
+    @staticmethod
+    def _closes_phases(rhythm: Rhythm) -> bool:
+        """Whether every training phase of `rhythm` ends on a closing occurrence."""
+        return bool(rhythm.period) and bool(np.all(rhythm.phases % rhythm.period == 0))
 
     @staticmethod
     def _place(plan: Plan, position: int, event: int, length: int) -> int | None:
