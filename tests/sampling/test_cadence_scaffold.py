@@ -54,6 +54,8 @@ def test_a_rhythm_the_model_starts_goes_on_at_training_gaps(fileio):
     assert set(np.diff(placed).tolist()) <= set(rhythm.gaps.tolist())
     ban = new.bans[rhythm.event]
     assert not ban[placed].any() and ban.sum() == N - len(placed)  # nowhere else in the window
+    for closer in rhythm.closers.tolist():  # the scaffold puts them; before the phase, the start-up's own
+        assert new.bans[closer][700:].all() and not new.bans[closer][:700].any()
     exit_code, lowest, highest = rhythm.members[0].tolist()
     zones = new.zones[exit_code]
     assert [a for a, _, _ in zones] == placed

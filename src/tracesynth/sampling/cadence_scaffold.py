@@ -61,10 +61,14 @@ class Plan:
     # position, member events, closer events, layout: `Rhythm.layouts` row drawn for it)
     total: dict[int, int] = field(default_factory=dict)
     closing: list[tuple[int, tuple, np.ndarray, np.ndarray]] = field(default_factory=list)
+    # Per scaffolded anchor, the window position its phase begins at in this window (the
+    # model's first anchor after a pause; the window's first free position for a phase that goes
+    # on): closers are banned from there on, not in the start-up before (the loader's openat)
+    begin: dict[int, int] = field(default_factory=dict)
 
     def copy(self) -> Plan:
         return Plan(dict(self.places), dict(self.bans), dict(self.zones), dict(self.inside), dict(self.left),
-                    dict(self.pending), dict(self.total), list(self.closing))
+                    dict(self.pending), dict(self.total), list(self.closing), dict(self.begin))
 
     def ban_list(self) -> list[tuple[int, np.ndarray]]:
         return list(self.bans.items())
@@ -253,6 +257,7 @@ class CadenceScaffold:
         has `left` and the window lasts; `first`: an occurrence the model placed (kept). Then
         the bans, its members' zones and the phase."""
         end = offset + length
+        plan.begin[rhythm.event] = start if first is None else max(start, first - offset)
         if first is not None:
             self._place(plan, first - offset, rhythm.event, length)
         while at < end and left > 0:
@@ -290,7 +295,7 @@ class CadenceScaffold:
         plan.bans[rhythm.event] = ban
         for event in rhythm.closers.tolist():  # the scaffold puts them (`settle`), the model draws none
             closer_ban = np.zeros(length, dtype=bool)
-            closer_ban[start:free_from] = True
+            closer_ban[max(start, plan.begin.get(rhythm.event, start)):free_from] = True
             plan.bans[event] = closer_ban
         for k, (event, lowest, highest) in enumerate(rhythm.members.tolist()):
             # A member that follows its anchor may come right after it: a lower bound only made
