@@ -156,9 +156,12 @@ def test_the_20th_sync_of_a_phase_gets_its_fsync(fileio):
     assert (index[:q] == np.arange(q)).all()  # up to the sync's exit nothing moves
     assert (index[q:q + span + ROOM] < 0).all()  # the closers, what lies between and after: drawn
     assert (index[q + span + ROOM:] == np.arange(q + ROOM, N - span)).all()  # the rest moved down
-    drawn[q:q + 2] = fsync_in, fsync_out  # a model that closed the file itself is left alone
+    own = q + np.arange(len(rhythm.closers))
+    drawn[own[:2]] = fsync_in, fsync_out  # a model that only synced the file: its closers still put
+    assert CadenceScaffold.settle(plan, drawn, 512) is not None
+    drawn[own] = rhythm.closers  # a model that closed the file itself is left alone
     assert CadenceScaffold.settle(plan, drawn, 512) is None
-    drawn[q:q + 2] = writes(code)[q:q + 2]
+    drawn[own] = writes(code)[own]
     tight = plan.copy()  # a closing sync at the window's end: no room for its closers here, left as drawn
     tight.closing = [(N - 10, *plan.closing[0][1:])]
     drawn[N - 10:N - 7] = entry, switch, exit_

@@ -26,8 +26,9 @@ over `PAUSE` times the longest steady one, or with the trace (fileio: 60 syncs, 
 its files back with none). The scaffold draws a phase's length from them and then lets the
 model go on or stop by itself. Kept too: the events that close every `period`-th occurrence of
 a phase (`Rhythm.closers`; fio finishes a file every 20 syncs with an `fsync` right after the
-sync's exit, three times a run: a network does not count to 20 syncs, and the call is too rare
-to be drawn) with the layout of each training occurrence; the scaffold puts them (`settle`).
+sync's exit, then the file's `close` and the next one's `openat`, three times a run: a network
+does not count to 20 syncs, and the call is too rare to be drawn) with the layout of each
+training occurrence; the scaffold puts them (`settle`).
 
 Event types only, kept with the model in `cadence.safetensors` (safetensors, never pickle). A
 model saved before this table existed has none: no scaffold.

@@ -179,7 +179,7 @@ class CadenceScaffold:
             if a is None:
                 continue
             reach = settled[a + 1:a + REACH + 1]
-            if np.isin(reach, closers).any():
+            if np.isin(closers, reach).all():
                 continue  # the model closed it itself
             firsts = [a + 1 + int(np.argmax(reach == m)) for m in members if (reach == m).any()]
             q = (max(firsts) if firsts else a) + int(layout[0])
