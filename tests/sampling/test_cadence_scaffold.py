@@ -259,3 +259,46 @@ def test_the_scaffold_gives_a_model_that_cannot_count_a_steady_rhythm(tiny):
     assert off.mean() > 0.3, gaps[False]  # without it: a 64-event window does not count to 130
     again = generate(model, encoder, 2400, "sync", steps=8, seed=5, cadence=True)
     assert again.to_pandas().equals(generate(model, encoder, 2400, "sync", steps=8, seed=5, cadence=True).to_pandas())
+
+
+def _filed(n_syncs: int = 40, seed: int = 0) -> Trace:
+    """`_synced` with a file switch after every 8th sync (fsync, close, the next file's openat)
+    and an openat/close pair at the start, as a program's loader has. (Every 4th would make the
+    fsync a steady rhythm of its own: 10 a run.)"""
+    rng = np.random.default_rng(seed)
+    events = ["syscall_entry_openat", "syscall_exit_openat", "syscall_entry_close", "syscall_exit_close"]
+    for k in range(1, n_syncs + 1):
+        events += ["syscall_entry_write", "syscall_exit_write"] * int(rng.integers(64, 68))
+        events += ["syscall_entry_fdatasync", "sched_switch", "syscall_exit_fdatasync"]
+        if k % 8 == 0:
+            events += ["syscall_entry_fsync", "sched_switch", "syscall_exit_fsync", "syscall_entry_close",
+                       "syscall_exit_close", "syscall_entry_openat", "syscall_exit_openat"]
+    ts = np.cumsum(rng.integers(100, 200, len(events)))
+    return Trace.from_pydict({"ts": ts.tolist(), "event": events}, TraceMeta(workload="filed"))
+
+
+def test_closers_end_every_8th_sync_of_a_model_that_cannot_count_them():
+    from tracesynth.model.config import SIZES, ModelConfig, TrainConfig
+    from tracesynth.model.train import train
+    from tracesynth.sampling import generate
+
+    torch.set_num_threads(1)
+    model, encoder, _ = train([_filed(seed=s) for s in (1, 2)], None, channels="light",
+                              model_config=ModelConfig(context=64, **SIZES["tiny"]),
+                              train_config=TrainConfig(steps=300, batch_size=8, lr=5e-3, val_every=0,
+                                                       checkpoint_every=0))
+    (rhythm,) = encoder.cadence.of("filed")
+    assert rhythm.period == 8 and list(encoder.event.decode(rhythm.closers)) == [
+        f"syscall_{k}_{call}" for call in ("fsync", "close", "openat") for k in ("entry", "exit")]
+    events = np.array(generate(model, encoder, 4800, "filed", steps=8, seed=5, cadence=True)
+                      .events.column("event").to_pylist())
+    syncs = np.flatnonzero(events == "syscall_exit_fdatasync")
+    fsyncs = np.flatnonzero(events == "syscall_entry_fsync")
+    fsyncs = fsyncs[fsyncs > syncs[0]]  # before its first sync the rhythm has not begun: the model's own
+    # one file switch per 8 syncs from the model's first, each right after a sync's exit
+    assert len(fsyncs) >= 2 and len(syncs) // 8 - 1 <= len(fsyncs) <= len(syncs) // 8 + 1, (len(syncs), fsyncs)
+    assert all(f - 1 in set(syncs.tolist()) for f in fsyncs), fsyncs
+    for f in fsyncs[:-1]:  # the file closed, the next one opened, before the next sync
+        after = events[f:f + 12].tolist()
+        assert "syscall_exit_fsync" in after and "syscall_entry_close" in after and "syscall_entry_openat" in after
+    assert events[0] == "syscall_entry_openat" and "syscall_entry_close" in events[:8]  # the start-up keeps its own
