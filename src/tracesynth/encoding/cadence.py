@@ -66,14 +66,14 @@ class Rhythm:
     between: tuple = ()
     # int64, sorted: the events training has among the LEAD before the anchor (None: not known)
     before: np.ndarray | None = None
-    # Events that close every `period`-th occurrence of a phase (fileio: an `fsync` after every
-    # 20th sync, as each file is finished), in the order they come (int64 [k]; none: period 0),
+    # Events that close every `period`-th occurrence of a phase (fileio: `fsync`, the file's
+    # `close`, the next one's `openat` after every 20th sync), in the order they come (int64 [k]; none: period 0),
     # and one row per training occurrence (int64 [n, k + 1]): how far the first of them follows
     # the anchor's last member (the sync's exit; the anchor itself where it has none), then each
     # one's offset from the first.
     period: int = 0
-    closers: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    layouts: np.ndarray = field(default_factory=lambda: np.zeros((0, 1), dtype=np.int64))
+    closers: np.ndarray = field(default_factory=lambda: _no_closers()[1])
+    layouts: np.ndarray = field(default_factory=lambda: _no_closers()[2])
 
     def inside(self, k: int) -> np.ndarray | None:
         return self.between[k] if k < len(self.between) else None
@@ -123,6 +123,11 @@ def _between(runs: list[np.ndarray], anchor: list[np.ndarray], member: list[np.n
     return np.array(sorted(seen), dtype=np.int64)
 
 
+def _no_closers() -> tuple[int, np.ndarray, np.ndarray]:
+    """(period, closers, layouts) of a rhythm without closers."""
+    return 0, np.zeros(0, dtype=np.int64), np.zeros((0, 1), dtype=np.int64)
+
+
 def _ordinals(where: np.ndarray, pause: float) -> np.ndarray:
     """Each occurrence's place in its phase (1, 2, ...; a gap over `pause` starts a new phase)."""
     if not len(where):
@@ -138,12 +143,12 @@ def _closers(runs: list[np.ndarray], where: list[np.ndarray], pause: float, gap:
     types that come within `REACH` events after exactly the anchor occurrences whose place in
     their phase is a multiple of one period (2 or more), after every such occurrence, at a
     narrow offset; the period is that of the ones with at least half of their own occurrences
-    there. `members`: positions of the
-    anchor's members per run (the layout counts from the last one before the closers)."""
+    there. `members`: positions of the anchor's members per run (the layout counts from the
+    last one before the closers)."""
     anchors = [(c, int(a), int(k), m) for c, w, m in zip(runs, where, members)
                for a, k in zip(w.tolist(), _ordinals(w, pause).tolist())]
     if len(anchors) < 4:
-        return 0, np.zeros(0, dtype=np.int64), np.zeros((0, 1), dtype=np.int64)
+        return _no_closers()
     reach = [c[a + 1:a + REACH + 1] for c, a, _, _ in anchors]
     ordinal = np.array([k for _, _, k, _ in anchors])
     found = []  # (event, offsets of its first occurrence after each closing anchor)
@@ -166,7 +171,7 @@ def _closers(runs: list[np.ndarray], where: list[np.ndarray], pause: float, gap:
     # write of a run is followed by its exit calls, an end of trace, not a period.
     periods = {f[1] for f in found if f[3]}
     if len(periods) != 1:
-        return 0, np.zeros(0, dtype=np.int64), np.zeros((0, 1), dtype=np.int64)
+        return _no_closers()
     period = periods.pop()
     found = [f for f in found if f[1] == period]
     found.sort(key=lambda f: (np.median(f[2]), f[0]))
@@ -177,7 +182,7 @@ def _closers(runs: list[np.ndarray], where: list[np.ndarray], pause: float, gap:
         after = int(first[i] - (lead.max() - a)) if len(lead) else int(first[i])
         layouts.append([after] + [int(f[2][i] - first[i]) for f in found])
     if any(np.any(np.diff(row[1:]) < 1) for row in layouts):  # closers in no steady order
-        return 0, np.zeros(0, dtype=np.int64), np.zeros((0, 1), dtype=np.int64)
+        return _no_closers()
     events = np.array([f[0] for f in found], dtype=np.int64)
     return period, events, np.array(layouts, dtype=np.int64)
 
@@ -308,7 +313,7 @@ def _closers_from(arrays: dict[str, np.ndarray], key: str) -> tuple[int, np.ndar
     """A rhythm's (period, closers, layouts) from `CadenceTable.to_arrays`' entries; none in a
     table saved before closers existed."""
     if f"closers/{key}" not in arrays:
-        return 0, np.zeros(0, dtype=np.int64), np.zeros((0, 1), dtype=np.int64)
+        return _no_closers()
     closers = np.asarray(arrays[f"closers/{key}"], dtype=np.int64)
     period = np.asarray(arrays.get(f"period/{key}", np.zeros(0)), dtype=np.int64)
     layouts = np.asarray(arrays.get(f"layouts/{key}", np.zeros((0, 0))), dtype=np.int64)
