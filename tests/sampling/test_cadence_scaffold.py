@@ -222,17 +222,21 @@ def _synced(n_syncs: int = 40, seed: int = 0) -> Trace:
     return Trace.from_pydict({"ts": ts.tolist(), "event": events}, TraceMeta(workload="sync"))
 
 
-@pytest.fixture(scope="module")
-def tiny():
+def _tiny_model(traces: list[Trace]):
+    """(model, encoder) of a tiny light model with a 64-event window, trained on `traces`."""
     from tracesynth.model.config import SIZES, ModelConfig, TrainConfig
     from tracesynth.model.train import train
 
     torch.set_num_threads(1)
-    model, encoder, _ = train([_synced(seed=s) for s in (1, 2)], None, channels="light",
-                              model_config=ModelConfig(context=64, **SIZES["tiny"]),
+    model, encoder, _ = train(traces, None, channels="light", model_config=ModelConfig(context=64, **SIZES["tiny"]),
                               train_config=TrainConfig(steps=300, batch_size=8, lr=5e-3, val_every=0,
                                                        checkpoint_every=0))
     return model, encoder
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return _tiny_model([_synced(seed=s) for s in (1, 2)])
 
 
 def test_the_scaffold_gives_a_model_that_cannot_count_a_steady_rhythm(tiny):
@@ -278,15 +282,9 @@ def _filed(n_syncs: int = 40, seed: int = 0) -> Trace:
 
 
 def test_closers_end_every_8th_sync_of_a_model_that_cannot_count_them():
-    from tracesynth.model.config import SIZES, ModelConfig, TrainConfig
-    from tracesynth.model.train import train
     from tracesynth.sampling import generate
 
-    torch.set_num_threads(1)
-    model, encoder, _ = train([_filed(seed=s) for s in (1, 2)], None, channels="light",
-                              model_config=ModelConfig(context=64, **SIZES["tiny"]),
-                              train_config=TrainConfig(steps=300, batch_size=8, lr=5e-3, val_every=0,
-                                                       checkpoint_every=0))
+    model, encoder = _tiny_model([_filed(seed=s) for s in (1, 2)])
     (rhythm,) = encoder.cadence.of("filed")
     assert rhythm.period == 8 and list(encoder.event.decode(rhythm.closers)) == [
         f"syscall_{k}_{call}" for call in ("fsync", "close", "openat") for k in ("entry", "exit")]
