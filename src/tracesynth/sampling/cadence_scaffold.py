@@ -293,10 +293,10 @@ class CadenceScaffold:
         ban[start:free_from] = True
         ban[anchors] = False
         plan.bans[rhythm.event] = ban
-        for event in rhythm.closers.tolist():  # the scaffold puts them (`settle`), the model draws none
-            closer_ban = np.zeros(length, dtype=bool)
+        if len(rhythm.closers):  # the scaffold puts them (`settle`), the model draws none
+            closer_ban = np.zeros(length, dtype=bool)  # one array for all: bans are only read
             closer_ban[max(start, plan.begin.get(rhythm.event, start)):free_from] = True
-            plan.bans[event] = closer_ban
+            plan.bans.update(dict.fromkeys(rhythm.closers.tolist(), closer_ban))
         for k, (event, lowest, highest) in enumerate(rhythm.members.tolist()):
             # A member that follows its anchor may come right after it: a lower bound only made
             # the model fill the first events with scheduler ping-pong (fileio, docs/model.md).
