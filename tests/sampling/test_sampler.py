@@ -271,16 +271,17 @@ def test_support_corrector_redraws_flagged_events_and_never_leaves_more(full_mod
 class _StubGuard:
     """Spans of 8 events count as copied when the plain window has them; one planned round."""
 
-    def __init__(self, plain_events, edits):
+    def __init__(self, plain_events, edits, known=None):
         self.spans = {tuple(plain_events[i:i + 8]) for i in range(len(plain_events) - 7)}
         self.edits, self.plans = edits, 0
+        self.known = np.arange(len(plain_events)) < 16 if known is None else known
 
     def copied(self, events):
         return np.array([tuple(events[i:i + 8]) in self.spans for i in range(len(events) - 7)])
 
     def plan(self, events, free, rng):
         self.plans += 1
-        assert not free[:16].any() and free[16:].all()
+        assert np.array_equal(free, ~self.known)
         return self.edits if self.plans == 1 else []
 
 
@@ -319,6 +320,32 @@ def test_copy_guard_edits_shift_all_channels_and_redraw_the_edited_events(full_m
     assert all((untouched[ch] == plain[ch]).all() for ch in plain)
     with pytest.raises(ValueError):
         sample_window(model, codes, known_mask, 0, steps=4, copy_guard=guard, copy_rounds=-1)
+
+
+def test_copy_guard_shifts_stop_before_a_known_event_which_stays_put(full_model):
+    from tracesynth.sampling.copy_guard import Edit
+
+    model, encoder, real = full_model
+    codes, _ = _window(encoder, real)
+    known = (np.arange(64) < 16) | (np.arange(64) == 50)  # a prefix and one scaffold anchor
+    known_mask = {ch: known for ch in codes}
+    plain = sample_window(model, codes, known_mask, 0, steps=4, generator=torch.Generator().manual_seed(3))
+    other = int((plain["event"][30] + 1) % encoder.event.vocab_size)
+    edits = [Edit("insert", 30, other, until=50), Edit("delete", 20, until=50)]
+    guarded = sample_window(model, codes, known_mask, 0, steps=4, generator=torch.Generator().manual_seed(3),
+                            copy_guard=_StubGuard(plain["event"], edits, known), copy_rounds=3)
+    for ch in plain:
+        e = plain[ch].copy()
+        e[31:50] = e[30:49].copy()  # the insert pushes the event before the anchor out
+        e[30] = other if ch == "event" else -1
+        e[20:49] = e[21:50].copy()  # the delete closes up to the anchor
+        e[48:50] = -1  # freed before the anchor: the event the insert moved there, and the hole
+        keep = e != -1
+        assert (guarded[ch][keep] == e[keep]).all(), ch
+        assert (guarded[ch] != model.mask_ids[ch]).all()
+        assert guarded[ch][50] == codes[ch][50] and (guarded[ch][:16] == codes[ch][:16]).all()
+        assert (guarded[ch][51:] == plain[ch][51:]).all()  # nothing after the anchor moved
+    assert guarded["event"][29] == other
 
 
 def test_a_copy_guard_round_that_copies_as_much_is_undone(full_model):

@@ -10,7 +10,12 @@ branch point inside it whose edit stays within what training has, makes one of t
 - replace the event by another such event,
 - delete the event, where training goes on with the next one after those 7 events,
 
-and keeps only edits after which every event 8-gram around the edit occurs in training
+An insertion or deletion shifts the events after it up to the next known one (a cadence
+scaffold anchor, `sampling.cadence_scaffold`; the window's end where none follows), so anchors
+stay where the scaffold put them: the event pushed out before that known one, or the hole left
+there, is drawn again by the model.
+
+The guard keeps only edits after which every event 8-gram around the edit occurs in training
 (`encoding.support`): the edit is a variation training itself shows, not a slip. Among those it
 draws one with the odds training gives each branch (how often the 7 events are followed by the
 event the edit puts there). One edit breaks all the copied spans that contain it (greedy
@@ -38,6 +43,7 @@ class Edit:
     kind: str  # "insert" (before `position`), "replace" or "delete"
     position: int
     event: int = -1  # the inserted or new event code (-1 for a deletion)
+    until: int | None = None  # an insertion's or deletion's shift ends before this known event (None: the window's end)
 
 
 class CopyGuard:
@@ -52,7 +58,9 @@ class CopyGuard:
 
     def plan(self, codes: np.ndarray, free: np.ndarray, rng: np.random.Generator) -> list[Edit]:
         """Edits (right to left) that break every copied span they can; `free[i]`: event i may
-        change. Insertions and deletions shift what follows, so they need every later event free."""
+        change. Insertions and deletions shift what follows up to the next event that may not
+        (`Edit.until`): they need every later event free, or the next known one more than
+        `support.k` events away, so that the grams checked around the edit are the ones it leaves."""
         codes = np.asarray(codes, dtype=np.int64)
         n, span = len(codes), self.spans.span
         starts = np.nonzero(self.copied(codes))[0]
@@ -62,8 +70,7 @@ class CopyGuard:
         np.add.at(inside, starts, 1)
         np.add.at(inside, starts + span, -1)
         branch = self.spans.branch_points(codes, self.workload) & free & (np.cumsum(inside)[:n] > 0)
-        tail_free = np.flip(np.logical_and.accumulate(np.flip(free)))
-        options = self._options(codes, np.nonzero(branch)[0], tail_free)
+        options = self._options(codes, np.nonzero(branch)[0], _shift_ends(free, self.support.k))
         edits: list[Edit] = []
         last = -1
         for s0 in starts:
@@ -79,10 +86,11 @@ class CopyGuard:
         return edits[::-1]
 
     def _options(self, codes: np.ndarray, positions: np.ndarray,
-                 tail_free: np.ndarray) -> dict[int, tuple[list[Edit], list[int]]]:
+                 ends: np.ndarray) -> dict[int, tuple[list[Edit], list[int]]]:
         """The edits at each of `positions` that leave no unseen 8-gram around them, with how
-        often training takes the branch each one takes (its weight in the draw). All candidates
-        are hashed in one call: a window has thousands of branch points."""
+        often training takes the branch each one takes (its weight in the draw); `ends[p]`: where
+        a shift from p ends (`_shift_ends`). All candidates are hashed in one call: a window has
+        thousands of branch points."""
         k, lead = self.support.k, self.spans.branch - 1
         contexts = self.spans.contexts.get(self.workload)
         if contexts is None or not len(positions):
@@ -95,7 +103,8 @@ class CopyGuard:
         locals_: list[np.ndarray] = []
         for p, a, b in zip(positions.tolist(), lo.tolist(), hi.tolist()):
             before, here, after = codes[max(0, p - k + 1):p], codes[p], codes[p + 1:p + k]
-            shift, followers, times = bool(tail_free[p]), nexts[a:b], counts[a:b]
+            end, followers, times = int(ends[p]), nexts[a:b], counts[a:b]
+            shift, until = end >= 0, (end if end < len(codes) else None)
             for event, n_times in zip(followers.tolist(), times.tolist()):
                 if event == here:
                     continue
@@ -103,11 +112,11 @@ class CopyGuard:
                 locals_.append(np.concatenate([before, [event], after]))
                 weights.append(n_times)
                 if shift:
-                    candidates.append(Edit("insert", p, event))
+                    candidates.append(Edit("insert", p, event, until))
                     locals_.append(np.concatenate([before, [event, here], after[:-1]]))
                     weights.append(n_times)
             if shift and len(after) and after[0] in followers:
-                candidates.append(Edit("delete", p))
+                candidates.append(Edit("delete", p, until=until))
                 locals_.append(np.concatenate([before, after]))
                 weights.append(int(times[followers == after[0]][0]))
         if not candidates:
@@ -125,3 +134,16 @@ class CopyGuard:
                 edits.append(edit)
                 ws.append(weight)
         return out
+
+
+def _shift_ends(free: np.ndarray, k: int) -> np.ndarray:
+    """Per position, where an insertion or deletion there ends its shift: the window's length
+    where every later event is free, the next known event where that is more than `k` events
+    away, else -1 (no shift: the grams next to the known event would change unchecked)."""
+    free = np.asarray(free, dtype=bool)
+    n, at = len(free), np.arange(len(free))
+    known_from = np.flip(np.minimum.accumulate(np.flip(np.where(free, n, at))))  # next known at or after i
+    after = np.append(known_from[1:], n)  # next known after i
+    ends = np.where((after == n) | (after - at > k), after, -1)
+    ends[~free] = -1
+    return ends

@@ -588,13 +588,20 @@ class _Candidates:
 
 def _apply(x: dict[str, torch.Tensor], edit: Edit, mask_ids: dict[str, int]) -> None:
     """One copy-guard edit on a window (batch of one): the event channel takes the edit, the
-    other channels of the edited event go to MASK (a deletion masks the freed last position)."""
+    other channels of the edited event go to MASK. An insertion or deletion shifts the events up
+    to `edit.until` (a known event that stays put) or the window's end; the position before a
+    known event is masked after either (the event pushed out or the hole left: drawn again to fit
+    it), as is the freed last position after a deletion."""
     p = edit.position
+    end = edit.until
     for ch, row in x.items():
+        stop = row.shape[1] if end is None else end
         if edit.kind == "insert":
-            row[0, p + 1:] = row[0, p:-1].clone()
+            row[0, p + 1:stop] = row[0, p:stop - 1].clone()
+            if end is not None:
+                row[0, stop - 1] = mask_ids[ch]
         elif edit.kind == "delete":
-            row[0, p:-1] = row[0, p + 1:].clone()
-            row[0, -1] = mask_ids[ch]
+            row[0, p:stop - 1] = row[0, p + 1:stop].clone()
+            row[0, stop - 1] = mask_ids[ch]
         if edit.kind != "delete":
             row[0, p] = edit.event if ch == "event" else mask_ids[ch]
