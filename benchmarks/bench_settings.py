@@ -39,7 +39,12 @@ for key, value in attrs.items():
     if not hasattr(gen, key):
         raise SystemExit(f"the generator has no setting {key!r}")
     old = getattr(gen, key)
-    setattr(gen, key, value if old is None or isinstance(old, str) else type(old)(value))
+    words = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+    if isinstance(old, bool) or (key == "cadence" and value.lower() in words):  # bool("0") is True
+        if value.lower() not in words:
+            raise SystemExit(f"{key}={value!r}: use 1/0, true/false, yes/no or on/off")
+        value = words[value.lower()]
+    setattr(gen, key, value if old is None or isinstance(old, (str, bool)) else type(old)(value))
 start = time.perf_counter()
 gen.generate(events, workload, seed, constraints="guided")
 print(json.dumps({"seconds": time.perf_counter() - start}))

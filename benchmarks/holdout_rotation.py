@@ -11,8 +11,9 @@ workload each held-out run's mean over sampling seeds, the mean over held-out ru
 spread (largest minus smallest), for TSTR/TRTR, disc@512 and disc@2048 (each beside its real-vs-real
 floor; on event types alone, the features every generator's trace has), the copy rate of 256-event spans (beside the held-out run's) and the start-up edits, and
 the same figures for a peer (`--peer`, default the order-8 Markov chain) where the folders have it.
-Where several folders hold the same generator with the same held-out run, the first one given is
-used (so a folder with the peer alone can complete a fold). Figures are quality, not speed: no
+Where several folders hold the same generator, workload and held-out run, the first one given is
+used (so a folder with the peer alone can complete a fold, and a run of one workload under a new
+default can stand in for that workload's cells of an older run). Figures are quality, not speed: no
 timing is read. The published output is benchmarks/results/support/holdout_rotation.txt.
 """
 
@@ -41,7 +42,7 @@ METRICS = [
 
 def load(folders: list[str]) -> pd.DataFrame:
     """Every folder's finished cells with a `holdout` column (the held-out runs, e.g. "3");
-    a (generator, holdout) pair is taken from the first folder that has it."""
+    a (generator, holdout, workload) is taken from the first folder that has it."""
     parts, seen = [], set()
     for folder in folders:
         config = load_run_config(folder)
@@ -58,9 +59,9 @@ def load(folders: list[str]) -> pd.DataFrame:
                 # events-only columns have only that one
                 frame[ours] = frame[events].fillna(frame[full]) if events in frame else frame[full]
         frame["source"] = folder
-        keep = [(g, holdout) not in seen for g in frame["generator"]]
-        parts.append(frame[keep])
-        seen.update((g, holdout) for g in frame["generator"].unique())
+        keys = list(zip(frame["generator"], frame["workload"]))
+        parts.append(frame[[(g, holdout, w) not in seen for g, w in keys]])
+        seen.update((g, holdout, w) for g, w in set(keys))
     return pd.concat(parts, ignore_index=True)
 
 
@@ -140,15 +141,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     holdouts = sorted(frame["holdout"].unique())
-    workloads = list(dict.fromkeys(frame[frame["generator"] == args.generator]["workload"]))
+    workloads = sorted(frame[frame["generator"] == args.generator]["workload"].unique())
     if not workloads:
         print(f"error: no {args.generator} cells in {', '.join(args.runs)}", file=sys.stderr)
         return 2
     print("runs:")
     for (generator, h), part in frame[frame["generator"].isin([args.generator, args.peer])].groupby(
             ["generator", "holdout"]):
-        print(f"  {generator}, held out {h}: {part['source'].iloc[0]} ({len(part)} cells, "
-              f"{part['seed'].nunique()} seeds)")
+        sources = []
+        for source, cells in part.groupby("source", sort=False):
+            only = "" if cells["workload"].nunique() == part["workload"].nunique() else \
+                ": " + ", ".join(sorted(cells["workload"].unique()))
+            sources.append(f"{source} ({len(cells)} cells, {cells['seed'].nunique()} seeds{only})")
+        print(f"  {generator}, held out {h}: " + "; ".join(sources))
     for generator in [args.generator, args.peer]:
         for column, reference, digits, title in METRICS:
             lines = metric_table(frame, generator, column, reference, digits, holdouts, workloads)

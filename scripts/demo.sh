@@ -101,13 +101,15 @@ step "10. compare two published experiment runs cell for cell (the same models a
 # under benchmarks/results/ (docs/experiments.md, "Comparing two runs").
 $TS compare benchmarks/results/experiments-light4096-ngram benchmarks/results/experiments-guide-rounds-ngram \
     -m tstr_trtr -m disc_512 -m gen_events_per_s -o "$OUT/compare-guide-rounds.md" --plot "$OUT/compare-guide-rounds.png"
-# Opt-in sampler settings on the same weights: the first window in 64 denoising steps (fileio's
-# loader calls come back with run 1 or 2 held out, not with run 3), and the cadence scaffold's
-# closers (fileio's fsync after every 20th sync; docs/model.md, "Start steps", "Cadence scaffold").
+# Sampler settings on the same weights: the first window in 64 denoising steps (opt-in; fileio's
+# loader calls come back with run 1 or 2 held out, not with run 3), and the cadence scaffold on
+# every rhythm against off: fileio gains (its rhythm has closers, the fsync after every 20th
+# sync, so the default `auto` places it), the plain gap rhythms do not (docs/model.md, "Start
+# steps", "Cadence scaffold").
 $TS compare benchmarks/results/experiments-holdout-run1 benchmarks/results/experiments-start-steps-run1 \
     -m tstr_trtr -m gen_events_per_s -o "$OUT/compare-start-steps.md" | grep -E '^\| (fileio|\*\*mean)'
-$TS compare benchmarks/results/experiments-holdout-run1-cadence benchmarks/results/experiments-closers-run1 \
-    -m tstr_trtr -m disc_512 -o "$OUT/compare-closers.md" | grep -E '^\| fileio'
+$TS compare benchmarks/results/experiments-holdout-run1 benchmarks/results/experiments-cadence-guard-run1 \
+    -m tstr_trtr -m disc_512 -m copy_rate_256 -o "$OUT/compare-cadence.md" | grep -E '^\| (fileio|stream|scimark|pybench) '
 # One run's grid split in two: the same workloads and seeds at context 256 and 16384.
 $TS compare benchmarks/results/experiments-context-ngram --where-a context=256 --where-b context=16384 \
     -m tstr_trtr -m disc_2048 -o "$OUT/compare-context.md" >/dev/null

@@ -40,3 +40,9 @@ def test_holdout_rotation_reads_the_published_headline(capsys, monkeypatch):
     assert "held out 3: TSTR/TRTR mean 0.984 over 8 workloads" in out
     assert holdout_rotation.main([str(results / "support")]) == 2
     assert "no run.json" in capsys.readouterr().err
+    # a run of one workload given first stands in for that workload's cells, the rest stay
+    assert holdout_rotation.main([str(results / "experiments-closers-run3"),
+                                  str(results / "experiments-guide-rounds-ngram")]) == 0
+    out = capsys.readouterr().out
+    assert "| fileio | 1.014 | 1.014 | — |" in out and "| gzip | 1.000 | 1.000 | — |" in out
+    assert "experiments-closers-run3 (6 cells, 6 seeds: fileio); " in out

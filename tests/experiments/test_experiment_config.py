@@ -56,6 +56,8 @@ def _write(tmp_path, text: str) -> Path:
     ("tracesynth:\n  ngram_rounds: 0\n", "tracesynth.ngram_rounds", "1 or more"),
     ("tracesynth:\n  prefix_fraction: 1.0\n", "tracesynth.prefix_fraction", "in [0, 1)"),
     ("tracesynth:\n  start_steps: 0\n", "tracesynth.start_steps", "at least 1"),
+    ("tracesynth:\n  cadence: sometimes\n", "tracesynth.cadence", "true, false or auto"),
+    ("tracesynth:\n  cadence: 2\n", "tracesynth.cadence", "expected true/false or a string"),
     ("tracesynth:\n  ngram_order: 65\n", "tracesynth.ngram_order", "1-64"),
     ("tracesynth:\n  serial_guide: maybe\n", "tracesynth.serial_guide", "true"),
     ("tracesynth:\n  prior_from: -1\n", "tracesynth.prior_from", "0 (every event) or more"),
@@ -75,6 +77,11 @@ def test_bad_config_names_file_and_key(tmp_path, text, key, words):
     assert message.startswith(f"{path}: {key}:"), message
     assert words in message
     assert "\n" not in message
+
+
+def test_cadence_takes_a_switch_or_auto(tmp_path):
+    for text, value in (("true", True), ("false", False), ("auto", "auto")):
+        assert load_config(_write(tmp_path, f"tracesynth:\n  cadence: {text}\n")).tracesynth.cadence == value
 
 
 def test_yaml_syntax_error_names_the_line(tmp_path):

@@ -10,7 +10,8 @@ import torch
 import tracesynth.datasets as ds
 from tracesynth import Trace, TraceMeta
 from tracesynth.encoding.trace_encoder import TraceEncoder
-from tracesynth.sampling.cadence_scaffold import ROOM, CadenceScaffold, Plan
+from tracesynth.errors import ConfigError
+from tracesynth.sampling.cadence_scaffold import ROOM, CadenceScaffold, Plan, scaffolded
 
 N = 4096
 
@@ -39,6 +40,18 @@ def in_phase(rhythm, seed: int, last: int, left: int, pending: int) -> CadenceSc
 
 def anchors(plan: Plan, event: int) -> list[int]:
     return sorted(p for p, e in plan.places.items() if e == event)
+
+
+def test_auto_places_rhythms_with_closers_only(fileio):
+    rhythm, _ = fileio
+    stream = TraceEncoder("light").fit([ds.load("stream", r) for r in (1, 2)]).cadence.of("stream")
+    assert stream and not any(r.period for r in stream)  # its writes: a plain gap rhythm
+    assert scaffolded([rhythm, *stream], "auto") == [rhythm]  # fileio's syncs close a file every 20th
+    assert scaffolded([rhythm, *stream], True) == [rhythm, *stream]
+    assert scaffolded([rhythm, *stream], False) == []
+    for bad in ("on", 1, None):
+        with pytest.raises(ValueError, match="cadence must be true, false or 'auto'"):
+            scaffolded([rhythm], bad)
 
 
 def test_a_rhythm_the_model_starts_goes_on_at_training_gaps(fileio):
@@ -263,6 +276,11 @@ def test_the_scaffold_gives_a_model_that_cannot_count_a_steady_rhythm(tiny):
     assert off.mean() > 0.3, gaps[False]  # without it: a 64-event window does not count to 130
     again = generate(model, encoder, 2400, "sync", steps=8, seed=5, cadence=True)
     assert again.to_pandas().equals(generate(model, encoder, 2400, "sync", steps=8, seed=5, cadence=True).to_pandas())
+    # a plain gap rhythm (no closers) is the model's own by default ("auto")
+    auto = generate(model, encoder, 2400, "sync", steps=8, seed=5, cadence="auto").events.column("event")
+    assert np.array_equal(np.diff(np.flatnonzero(np.array(auto.to_pylist()) == "syscall_entry_fdatasync")), gaps[False])
+    with pytest.raises(ConfigError, match="cadence must be true, false or 'auto', got 'always'"):
+        generate(model, encoder, 64, "sync", steps=2, cadence="always")
 
 
 def _filed(n_syncs: int = 40, seed: int = 0) -> Trace:
@@ -288,8 +306,10 @@ def test_closers_end_every_8th_sync_of_a_model_that_cannot_count_them():
     (rhythm,) = encoder.cadence.of("filed")
     assert rhythm.period == 8 and list(encoder.event.decode(rhythm.closers)) == [
         f"syscall_{k}_{call}" for call in ("fsync", "close", "openat") for k in ("entry", "exit")]
-    events = np.array(generate(model, encoder, 4800, "filed", steps=8, seed=5, cadence=True)
-                      .events.column("event").to_pylist())
+    trace = generate(model, encoder, 4800, "filed", steps=8, seed=5, cadence=True)
+    # a rhythm with closers is placed by default ("auto")
+    assert trace.to_pandas().equals(generate(model, encoder, 4800, "filed", steps=8, seed=5, cadence="auto").to_pandas())
+    events = np.array(trace.events.column("event").to_pylist())
     syncs = np.flatnonzero(events == "syscall_exit_fdatasync")
     fsyncs = np.flatnonzero(events == "syscall_entry_fsync")
     fsyncs = fsyncs[fsyncs > syncs[0]]  # before its first sync the rhythm has not begun: the model's own

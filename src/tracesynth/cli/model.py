@@ -237,7 +237,9 @@ def generate(
     cadence: bool = typer.Option(None, "--cadence/--no-cadence",
                                  help="Place the workload's steady rhythms (an event that recurs every "
                                       "~500 events in training, like fileio's syncs) by their training "
-                                      "gaps, the rest drawn around them (default: the model's, off)."),
+                                      "gaps, the rest drawn around them; --no-cadence: none (default: the "
+                                      "model's: auto, the rhythms with closers, like fileio's file switch "
+                                      "every 20th sync)."),
     constraints: str = typer.Option("guided", "--constraints", help="none, repair, or guided (guide + repair)."),
     format: str = typer.Option(None, "-f", "--format", help="parquet, csv, jsonl, text or ctf."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
@@ -358,7 +360,14 @@ def _cadence_note(gen, codes, workload: str) -> str:
         gaps = np.diff(np.flatnonzero(np.asarray(codes) == r.event))
         here = f"median {np.median(gaps):,.0f}" if len(gaps) else "none"
         parts.append(f"{name} every {r.low:,}-{r.high:,} events in training, here {here}")
-    state = "on" if gen.cadence else "off (--cadence to place them)"
+    if gen.cadence == "auto":
+        from tracesynth.sampling.cadence_scaffold import scaffolded
+
+        placed = scaffolded(rhythms, "auto")
+        state = ("auto, on (rhythms with closers)" if placed else
+                 "auto, off (no rhythm with closers; --cadence to place them)")
+    else:
+        state = "on" if gen.cadence else "off (--cadence to place them)"
     return f"cadence scaffold: {state}; " + "; ".join(parts)
 
 

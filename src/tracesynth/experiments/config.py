@@ -84,7 +84,7 @@ class TraceSynthSettings:
     prior_from: int | None = None  # the event of a trace the prior applies from (None: default, 0 = all)
     sample_precision: str | None = None  # what the network samples in: auto, fp32, bf16 (None: default, fp32)
     prefix_fraction: float | None = None  # share of a continuation window given by the previous one (None: 0.25)
-    cadence: bool | None = None  # the cadence scaffold (None: the sampler's default, off)
+    cadence: bool | str | None = None  # the cadence scaffold: true, false or auto (None: the default, auto)
     start_steps: int | None = None  # denoising steps of a trace's first window (None: the default)
 
 
@@ -301,6 +301,8 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
         _fail(source, "tracesynth.prefix_fraction", f"must be in [0, 1), got {ts.prefix_fraction}")
     if ts.start_steps is not None and ts.start_steps < 1:
         _fail(source, "tracesynth.start_steps", f"must be at least 1, got {ts.start_steps}")
+    if isinstance(ts.cadence, str) and ts.cadence != "auto":
+        _fail(source, "tracesynth.cadence", f"expected true, false or auto, got {ts.cadence!r}")
     if ts.guide_rounds is not None and ts.guide_rounds < 0:
         _fail(source, "tracesynth.guide_rounds", f"must be 0 (off) or positive, got {ts.guide_rounds}")
     if ts.ngram_weight is not None and ts.ngram_weight < 0:

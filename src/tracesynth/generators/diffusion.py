@@ -93,8 +93,11 @@ TRAIN_PRECISION = "auto"
 SAMPLE_PRECISION = "fp32"
 # The cadence scaffold (sampling/cadence_scaffold.py): a workload's steady rhythms from training
 # (encoding/cadence.py) placed by their gap table, the rest drawn around them. Measured in
-# docs/model.md, "Cadence scaffold".
-CADENCE = False
+# docs/model.md, "Cadence scaffold". "auto": only rhythms with closers (fileio's file switch
+# every 20th sync: 0.881/0.942/0.997 -> 0.951/0.988/1.014 TSTR/TRTR with each run held out,
+# at 1.6x its sampling time); the plain gap rhythms of stream, scimark and pybench gained
+# nothing for 1.1-1.8x the time (`sampling.cadence_scaffold.scaffolded`).
+CADENCE = "auto"
 # Denoising steps of a trace's first window (None: `sample_steps`, as every other window).
 START_STEPS = None
 
@@ -148,7 +151,7 @@ class TraceSynth(Generator):
                  precision: str = SAMPLE_PRECISION, train_precision: str = TRAIN_PRECISION,
                  ngram_order: int = NGRAM_ORDER, self_condition: bool | None = None, keep_best: bool = False,
                  ema: float = EMA, val_fraction: float = VAL_FRACTION, start_rate_end: float | None = None,
-                 cadence: bool = CADENCE, start_steps: int | None = START_STEPS):
+                 cadence: bool | str = CADENCE, start_steps: int | None = START_STEPS):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -187,7 +190,7 @@ class TraceSynth(Generator):
         self.keep_best = keep_best
         self.ema = ema  # training: decay of the weights' moving average that is sampled (0: the last weights)
         self.val_fraction = val_fraction  # training: share of each trace's end held out (0: train on all)
-        self.cadence = cadence  # sampling: the cadence scaffold
+        self.cadence = cadence  # sampling: the cadence scaffold (True, False or "auto")
         self.start_steps = start_steps  # sampling: steps of a trace's first window (None: sample_steps)
 
     def get_params(self) -> dict:

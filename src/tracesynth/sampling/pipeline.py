@@ -23,7 +23,7 @@ from tracesynth.errors import ConfigError
 from tracesynth.model.denoiser import Denoiser
 from tracesynth.model.precision import resolve_precision
 from tracesynth.runtime import SamplingThreads
-from tracesynth.sampling.cadence_scaffold import CadenceScaffold, Plan
+from tracesynth.sampling.cadence_scaffold import CadenceScaffold, Plan, scaffolded
 from tracesynth.sampling.copy_guard import CopyGuard
 from tracesynth.sampling.sampler import sample_window
 from tracesynth.schema import Trace, TraceMeta
@@ -59,7 +59,7 @@ def generate(
     prior_from: int = 0,
     precision: str = "fp32",
     self_condition: bool = True,
-    cadence: bool = False,
+    cadence: bool | str = False,
 ) -> Trace:
     """Generate `n_events` canonical events for `workload` (deterministic in `seed` on CPU);
     with `prefix`, they continue that trace (its last events condition the first window).
@@ -80,9 +80,13 @@ def generate(
     `cadence`: the workload's steady rhythms from training (`encoding.cadence`) are placed by
     the cadence scaffold (`sampling.cadence_scaffold`; a model saved without the table, or a
     workload without such a rhythm: no-op); a window in which the model starts a rhythm is
-    drawn a second time with it."""
+    drawn a second time with it. "auto": only the rhythms with closers (`scaffolded`)."""
     if workload not in encoder.workloads:
         raise ConfigError(f"unknown workload {workload!r}; the model knows: {', '.join(encoder.workloads)}")
+    try:
+        rhythms = scaffolded(encoder.cadence.of(workload) if encoder.cadence is not None else [], cadence)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     if not 0.0 <= prefix_fraction < 1.0:
         raise ConfigError("prefix fraction must be in [0, 1)")
     if steps < 1 or (start_steps is not None and start_steps < 1):
@@ -109,8 +113,8 @@ def generate(
     if copy_rounds and encoder.copies is not None and encoder.copies.applies(workload) and encoder.support is not None:
         copy_guard = CopyGuard(encoder.copies, encoder.support, workload)
     scaffold = None
-    if cadence and encoder.cadence is not None and encoder.cadence.of(workload) and "event" in channels:
-        scaffold = CadenceScaffold(encoder.cadence.of(workload), seed)
+    if rhythms and "event" in channels:
+        scaffold = CadenceScaffold(rhythms, seed)
     parts: list[dict[str, np.ndarray]] = []
     produced = 0
     prev_codes: dict[str, np.ndarray] | None = None
