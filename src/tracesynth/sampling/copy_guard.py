@@ -12,8 +12,8 @@ branch point inside it whose edit stays within what training has, makes one of t
 
 An insertion or deletion shifts the events after it up to the next known one (a cadence
 scaffold anchor, `sampling.cadence_scaffold`; the window's end where none follows), so anchors
-stay where the scaffold put them: the event pushed out before that known one, or the hole left
-there, is drawn again by the model.
+stay where the scaffold put them: the position next to that known one (after an insertion, the
+event moved up to it; after a deletion, the hole) is drawn again by the model.
 
 The guard keeps only edits after which every event 8-gram around the edit occurs in training
 (`encoding.support`): the edit is a variation training itself shows, not a slip. Among those it

@@ -589,9 +589,10 @@ class _Candidates:
 def _apply(x: dict[str, torch.Tensor], edit: Edit, mask_ids: dict[str, int]) -> None:
     """One copy-guard edit on a window (batch of one): the event channel takes the edit, the
     other channels of the edited event go to MASK. An insertion or deletion shifts the events up
-    to `edit.until` (a known event that stays put) or the window's end; the position before a
-    known event is masked after either (the event pushed out or the hole left: drawn again to fit
-    it), as is the freed last position after a deletion."""
+    to `edit.until` (a known event that stays put) or the window's end. Before a known event the
+    position next to it is masked after either (an insertion pushed the event there out and
+    moved its predecessor next to the known one; a deletion left it empty): drawn again to fit
+    it. A deletion up to the window's end masks the freed last position."""
     p = edit.position
     end = edit.until
     for ch, row in x.items():
