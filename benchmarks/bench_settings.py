@@ -40,7 +40,8 @@ for key, value in attrs.items():
         raise SystemExit(f"the generator has no setting {key!r}")
     old = getattr(gen, key)
     words = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
-    if isinstance(old, bool) or (key == "cadence" and value.lower() in words):  # bool("0") is True
+    # bool("0") is True: a switch is read as a word, also where a switch may be "auto" (cadence)
+    if isinstance(old, bool) or (old == "auto" and value.lower() in words):
         if value.lower() not in words:
             raise SystemExit(f"{key}={value!r}: use 1/0, true/false, yes/no or on/off")
         value = words[value.lower()]
