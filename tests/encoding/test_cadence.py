@@ -45,7 +45,7 @@ def test_fileio_closes_every_20th_sync_of_a_phase_with_an_fsync(fileio):
     other sync."""
     encoder, _ = fileio
     (rhythm,) = encoder.cadence.of("fileio")
-    assert rhythm.period == 20 and rhythm.phases.tolist() == [40, 20, 40, 20]
+    assert rhythm.period == 20 and rhythm.phases.tolist() == [40, 20, 40, 20] and rhythm.has_closers
     assert names(encoder, rhythm.closers) == [f"syscall_{k}_{call}" for call in ("fsync", "close", "openat")
                                               for k in ("entry", "exit")]
     assert len(rhythm.layouts) == 2 * 3 and (rhythm.layouts[:, 0] == 1).all()  # right after the exit
@@ -72,7 +72,8 @@ def test_closers_need_every_closing_occurrence_and_no_other():
     alone = [b.copy() for b in codes]
     for b in alone:
         b[5:7] = 0  # only the event common elsewhere follows them: an end, not a period
-    assert CadenceTable.fit([("w", np.concatenate(alone))]).of("w")[0].period == 0
+    (plain,) = CadenceTable.fit([("w", np.concatenate(alone))]).of("w")
+    assert plain.period == 0 and not plain.has_closers
     for k in (1, 2):  # one closing occurrence without it: no closer
         codes[4 * k - 1][5:7] = 0
         assert CadenceTable.fit([("w", np.concatenate(codes))]).of("w")[0].period == 0
@@ -107,7 +108,8 @@ def test_arrays_round_trip_and_bad_arrays_fail(fileio):
     assert a.period == b.period == 20 and (a.closers == b.closers).all() and (a.layouts == b.layouts).all()
     arrays = table.to_arrays()
     del arrays["period/fileio/0"], arrays["closers/fileio/0"], arrays["layouts/fileio/0"]
-    assert CadenceTable.from_arrays(arrays).of("fileio")[0].period == 0  # a table saved before closers
+    (old,) = CadenceTable.from_arrays(arrays).of("fileio")  # a table saved before closers
+    assert old.period == 0 and not old.has_closers
     arrays = table.to_arrays()
     arrays["layouts/fileio/0"][:, 2] = 0  # the exit at the entry
     with pytest.raises(ValueError, match="closers/fileio/0 must come with a period"):

@@ -79,6 +79,11 @@ class Rhythm:
         return self.between[k] if k < len(self.between) else None
 
     @property
+    def has_closers(self) -> bool:
+        """Whether events close every `period`-th occurrence of a phase (fileio's fsync)."""
+        return bool(self.period) and len(self.closers) > 0
+
+    @property
     def low(self) -> int:
         return int(self.gaps[0])
 
@@ -273,7 +278,7 @@ class CadenceTable:
                 arrays[f"anchor/{w}/{i}"] = np.array([r.event], dtype=np.int64)
                 if r.before is not None:
                     arrays[f"before/{w}/{i}"] = r.before.astype(np.int64)
-                if len(r.closers):
+                if r.has_closers:
                     arrays[f"period/{w}/{i}"] = np.array([r.period], dtype=np.int64)
                     arrays[f"closers/{w}/{i}"] = r.closers.astype(np.int64)
                     arrays[f"layouts/{w}/{i}"] = r.layouts.astype(np.int64)

@@ -53,7 +53,7 @@ def scaffolded(rhythms: list[Rhythm], cadence: bool | str) -> list[Rhythm]:
     if cadence not in MODES or not isinstance(cadence, (bool, str)):
         raise ValueError(f"cadence must be true, false or 'auto', got {cadence!r}")
     if cadence == "auto":
-        return [r for r in rhythms if r.period and len(r.closers)]
+        return [r for r in rhythms if r.has_closers]
     return list(rhythms) if cadence else []
 
 
@@ -308,7 +308,7 @@ class CadenceScaffold:
         ban[start:free_from] = True
         ban[anchors] = False
         plan.bans[rhythm.event] = ban
-        if len(rhythm.closers):  # the scaffold puts them (`settle`), the model draws none
+        if rhythm.has_closers:  # the scaffold puts them (`settle`), the model draws none
             closer_ban = np.zeros(length, dtype=bool)  # one array for all: bans are only read
             closer_ban[max(start, plan.begin.get(rhythm.event, start)):free_from] = True
             plan.bans.update(dict.fromkeys(rhythm.closers.tolist(), closer_ban))
