@@ -162,6 +162,11 @@ def test_config_sampling_settings_apply_to_saved_models(finished_run):
     fresh = _tracesynth(config, cell, 2)
     assert (fresh.train_precision, fresh._configs()[1].precision, fresh.precision) == ("fp32", "fp32", "bf16")
     assert fresh._configs()[1].ngram_order == 5
+    assert fresh._configs()[0].trace_phases == 64  # the model's phase embedding unless the config says
+    config.tracesynth = replace(config.tracesynth, phase_events=0)
+    assert _tracesynth(config, cell, 2)._configs()[0].trace_phases == 0
+    config.tracesynth = replace(config.tracesynth, phase_events=2048)
+    assert _tracesynth(config, cell, 2)._configs()[0].trace_phase_events == 2048
 
 
 def test_cli_run_logs_a_line_per_cell(finished_run, capsys):

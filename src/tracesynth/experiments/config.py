@@ -72,6 +72,7 @@ class TraceSynthSettings:
     keep_best: bool | None = None  # sample the best-validated weights, not the last (None: off)
     ema: float | None = None  # decay of the sampled moving average of the weights (None: TrainConfig's; 0: off)
     val_fraction: float | None = None  # share of each training run's end held out for validation (None: 0.1)
+    phase_events: int | None = None  # events per trace-phase embedding block (None: the model's 1024; 0: none)
     # Sampling settings apply to loaded models too (a run reusing saved models samples with them):
     spread: int | None = None  # spread reveals, in events (None: the sampler's default; 0: off)
     tid_temperature: float | None = None  # thread-id channel's temperature (None: the sampler's default)
@@ -291,6 +292,8 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
         _fail(source, "tracesynth.start_rate_end", f"must be in [0, 1], got {ts.start_rate_end}")
     if ts.val_fraction is not None and not 0.0 <= ts.val_fraction <= 0.5:
         _fail(source, "tracesynth.val_fraction", f"must be in [0, 0.5], got {ts.val_fraction}")
+    if ts.phase_events is not None and ts.phase_events < 0:
+        _fail(source, "tracesynth.phase_events", f"must be 0 (no trace-phase embedding) or positive, got {ts.phase_events}")
     if ts.spread is not None and ts.spread < 0:
         _fail(source, "tracesynth.spread", f"must be 0 (off) or positive, got {ts.spread}")
     if ts.tid_temperature is not None and ts.tid_temperature <= 0:

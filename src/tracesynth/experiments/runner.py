@@ -263,6 +263,7 @@ def _tracesynth(config: ExperimentConfig, cell: Cell, steps: int):
                       **({} if ts.keep_best is None else {"keep_best": ts.keep_best}),
                       **({} if ts.ema is None else {"ema": ts.ema}),
                       **({} if ts.val_fraction is None else {"val_fraction": ts.val_fraction}),
+                      **({} if ts.phase_events is None else {"phase_events": ts.phase_events}),
                       **_sampling_settings(ts))
 
 
