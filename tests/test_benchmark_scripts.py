@@ -50,3 +50,19 @@ def test_holdout_rotation_reads_the_published_headline(capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "| fileio | 1.014 | 1.014 | — |" in out and "| gzip | 1.000 | 1.000 | — |" in out
     assert "experiments-closers-run3 (6 cells, 6 seeds: fileio); " in out
+
+
+def test_phase_alignment_tells_fixed_phases_from_drifting_ones(capsys, monkeypatch):
+    """fio's runs switch from writing to reading at the same place (same-block blocks agree far
+    better than shifted ones); build's compile units drift apart between runs (about as well)."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import numpy as np
+    import phase_alignment
+
+    assert phase_alignment.main(["--workloads", "fileio,build"]) == 0
+    rows = {line.split()[0]: float(line.split()[3]) for line in capsys.readouterr().out.splitlines()[1:]}
+    assert rows["fileio"] < 0.5 and rows["build"] > 0.8
+    steady = np.array(["a", "b"] * 4096)  # the same run twice: every block equals its own
+    assert phase_alignment.alignment([steady, steady.copy()], 64, 0, 64)[0] == 0.0
+    assert phase_alignment.main(["--workloads", "fileio", "--skip", "70"]) == 2
+    assert "runs too short" in capsys.readouterr().err
