@@ -7,7 +7,7 @@
 For each pair of bundled runs of a workload, the event-type histogram of every block of `--block`
 events (from block `--skip`, past the start-up, to block `--blocks`, the embedding's reach) is
 compared with the other run's same block and with its blocks 2, 4 and 8 further on
-(Jensen-Shannon divergence, base e). The ratio same / shifted is under 1 where position says
+(Jensen-Shannon divergence in bits, `evaluation.fidelity.jsd`, as in the fidelity reports). The ratio same / shifted is under 1 where position says
 what a run is doing (fio reads its file back from ~20,500 events in, in every run: 0.28) and
 about 1 where the runs drift apart (build's compile units last 3,600-7,200 events each, so the
 runs' units fall at different places after the first few). A model sees the block index of every
@@ -22,10 +22,10 @@ import itertools
 import sys
 
 import numpy as np
-from scipy.spatial.distance import jensenshannon
 
 import tracesynth.datasets as ds
 from tracesynth.errors import TraceSynthError
+from tracesynth.evaluation.fidelity import jsd
 
 SHIFTS = (2, 4, 8)
 
@@ -47,8 +47,8 @@ def alignment(runs: list[np.ndarray], block: int, skip: int, blocks: int) -> tup
     for a, b in itertools.combinations(range(len(runs)), 2):
         n = min(len(hist[a]), len(hist[b]))
         for i in range(skip, n):
-            same.append(jensenshannon(hist[a][i], hist[b][i]) ** 2)
-            shifted.extend(jensenshannon(hist[a][i], hist[b][i + k]) ** 2 for k in SHIFTS if i + k < n)
+            same.append(jsd(hist[a][i], hist[b][i]))
+            shifted.extend(jsd(hist[a][i], hist[b][i + k]) for k in SHIFTS if i + k < n)
     if not same or not shifted:
         raise TraceSynthError(f"runs too short for blocks {skip}-{blocks} of {block} events")
     return float(np.mean(same)), float(np.mean(shifted))
