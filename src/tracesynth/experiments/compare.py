@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from tracesynth.errors import ConfigError
-from tracesynth.experiments.results import KEY_COLUMNS, METRIC_COLUMNS, ci95, read_csv
+from tracesynth.experiments.results import KEY_COLUMNS, METRIC_COLUMNS, ci95, fill_fold, read_csv
 
 #: What `tracesynth compare` shows unless told: utility, the window classifier at two
 #: lengths, copying, the long-range repeat share and sampling speed.
@@ -66,7 +66,9 @@ class Comparison:
 
 
 def load_results(path: str | Path) -> pd.DataFrame:
-    """A run's results.csv, given the run's folder or the file itself."""
+    """A run's results.csv, given the run's folder or the file itself; a results.csv written
+    before the `fold` column gets it from the run's config (its held-out runs), so an older
+    run pairs with the matching fold of a run with folds."""
     path = Path(path)
     csv = path / "results.csv" if path.is_dir() else path
     if not csv.exists():
@@ -77,7 +79,7 @@ def load_results(path: str | Path) -> pd.DataFrame:
         raise ConfigError(f"{csv}: not an experiment results.csv ({str(exc).splitlines()[0]})") from None
     if frame.empty:
         raise ConfigError(f"{csv}: no cells")
-    return frame
+    return fill_fold(frame, load_run_config(path))
 
 
 def load_run_config(path: str | Path) -> dict | None:
@@ -155,6 +157,8 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, *, name_a
         if col in keys:
             continue
         va, vb = set(a[col].dropna().tolist()), set(b[col].dropna().tolist())
+        if not va and not vb:  # a column neither run fills (a frame without `fold`)
+            continue
         if va & vb:
             keys.append(col)
         else:

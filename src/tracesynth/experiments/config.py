@@ -26,15 +26,49 @@ CONSTRAINT_MODES = ("none", "repair", "guided")
 PEER_NAMES = ("markov", "copy", "ar", "par", "dgan")
 
 
+FOLD_SCHEMES = ("leave-one-out",)
+
+
 @dataclass
 class DataConfig:
-    """Bundled workloads and the run split. `workloads: all` means every bundled workload."""
+    """Bundled workloads and the run split. `workloads: all` means every bundled workload.
+
+    `folds: leave-one-out` rotates the split: every run of `train_runs` and `test_runs` is held
+    out once, each fold training on the others (three folds for runs 1-3). One held-out run
+    moves a workload's macro-F1 by 0.01-0.02 with the start-up it happens to take, and one
+    training draw moves build's by up to 0.14 (docs/results-history.md), so a claim about a
+    workload is safer over its folds than over one split.
+    """
 
     workloads: list[str] | str = "all"
     train_runs: list[int] = field(default_factory=lambda: [1, 2])
     test_runs: list[int] = field(default_factory=lambda: [3])
     max_train_events: int | None = None  # per training run (first events); None = whole run
     max_test_events: int | None = None   # per held-out run; synthetic length = held-out length
+    folds: str | None = None  # None: the one split above; "leave-one-out": each run held out once
+
+
+@dataclass(frozen=True)
+class Fold:
+    """One split of the runs: `label` names it in cell ids and results ("" for a config without
+    folds, whose cell ids stay what they always were)."""
+
+    label: str
+    train_runs: tuple[int, ...]
+    test_runs: tuple[int, ...]
+
+
+def folds(data: DataConfig) -> list[Fold]:
+    """The splits a config runs: its one split, or one fold per held-out run."""
+    if data.folds is None:
+        return [Fold("", tuple(data.train_runs), tuple(data.test_runs))]
+    runs = sorted(set(data.train_runs) | set(data.test_runs))
+    return [Fold(str(run), tuple(r for r in runs if r != run), (run,)) for run in runs]
+
+
+def runs_label(runs) -> str:
+    """How results name a split's held-out runs: "3", "1+2"."""
+    return "+".join(str(r) for r in runs)
 
 
 @dataclass
@@ -247,8 +281,12 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
             _fail(source, f"data.{key}", "needs at least one run")
         if any(r < 1 for r in runs):
             _fail(source, f"data.{key}", f"run numbers start at 1, got {runs}")
+    if data.folds is not None and data.folds not in FOLD_SCHEMES:
+        _fail(source, "data.folds", f"expected {' or '.join(FOLD_SCHEMES)} (or null for one split), got {data.folds!r}")
+    if data.folds is not None and len(set(data.train_runs) | set(data.test_runs)) < 2:
+        _fail(source, "data.folds", "leave-one-out needs two runs or more in train_runs and test_runs together")
     overlap = sorted(set(data.train_runs) & set(data.test_runs))
-    if overlap:
+    if overlap and data.folds is None:
         _fail(source, "data.test_runs", f"runs {overlap} are also training runs; the held-out runs must be others")
     for key in ("max_train_events", "max_test_events"):
         value = getattr(data, key)

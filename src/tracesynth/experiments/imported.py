@@ -86,10 +86,19 @@ def _validated_on(val_data: list[dict], test_traces) -> str | None:
     return None
 
 
-def plan_imports(cells: list[Cell], out_dir: Path, source: Path, split_of: Callable[[str], object],
+def _data_check(candidate: Candidate, train_traces) -> tuple[str | None, str]:
+    """(why the candidate was not trained on `train_traces`, or None; what was checked)."""
+    recorded = candidate.info["state"].get("data")
+    if recorded:
+        return data_mismatch(recorded, train_traces), "training traces match the split's"
+    return (start_mismatch(candidate.info["encoder"].get("start_ts", {}), train_traces),
+            "first training trace matches the split's (saved before training data was recorded)")
+
+
+def plan_imports(cells: list[Cell], out_dir: Path, source: Path, split_of: Callable[[Cell], object],
                  models_dir: str = "models", best: bool = False) -> Plan:
-    """Which model of `source` each TraceSynth model of `cells` takes. `split_of(workload)` gives
-    the experiment's split, whose training traces each model must have been trained on. Raises
+    """Which model of `source` each TraceSynth model of `cells` takes. `split_of(cell)` gives
+    the experiment's split (its fold's), whose training traces each model must have been trained on. Raises
     ConfigError, having written nothing, when a model of the grid has no match, or two, or one
     trained on other traces. Models already in `out_dir/models_dir` (a resumed run) stay.
     `best` (the config's `tracesynth.keep_best`): a model's best-validated weights
@@ -105,24 +114,22 @@ def plan_imports(cells: list[Cell], out_dir: Path, source: Path, split_of: Calla
             plan.append((model_id, None, None, None))
             continue
         fits = [c for c in offered if _fits(c, cell)]
-        wanted = f"{cell.workload}, {cell.channels}, context {cell.context}, seed {cell.training_seed}"
+        train_traces = split_of(cell).train if fits else []
+        if len(fits) > 1:  # one per fold: the split's training traces tell them apart
+            fits = [c for c in fits if not _data_check(c, train_traces)[0]] or fits
+        wanted = (f"{cell.workload}, {cell.channels}, context {cell.context}, seed {cell.training_seed}"
+                  + (f", fold {cell.fold}" if cell.fold else ""))
         if len(fits) != 1:
             problems.append(f"{wanted}: {'no model' if not fits else 'several models'} in {source}"
                             + (f" ({', '.join(str(c.path) for c in fits)})" if fits else ""))
             continue
         candidate = fits[0]
-        train_traces = split_of(cell.workload).train
-        recorded = candidate.info["state"].get("data")
-        if recorded:
-            why, check = data_mismatch(recorded, train_traces), "training traces match the split's"
-        else:
-            why = start_mismatch(candidate.info["encoder"].get("start_ts", {}), train_traces)
-            check = "first training trace matches the split's (saved before training data was recorded)"
+        why, check = _data_check(candidate, train_traces)
         if why:
             problems.append(f"{candidate.path}: trained on other traces than the experiment's training split "
                             f"({why})")
             continue
-        if leak := _validated_on(candidate.info["state"].get("val_data") or [], split_of(cell.workload).test):
+        if leak := _validated_on(candidate.info["state"].get("val_data") or [], split_of(cell).test):
             problems.append(f"{candidate.path}: validated on the experiment's held-out run ({leak}): its weights "
                             "were chosen on the traces it would be scored on")
             continue

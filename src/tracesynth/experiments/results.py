@@ -21,7 +21,8 @@ import pandas as pd
 
 from tracesynth.fileio import atomic_path
 
-KEY_COLUMNS = ["generator", "workload", "channels", "context", "constraints", "seed"]
+#: `fold`: the held-out runs of the cell's split ("3", "1+2"): a config's folds, or its one split
+KEY_COLUMNS = ["generator", "workload", "channels", "context", "constraints", "fold", "seed"]
 METRIC_COLUMNS = [
     "tstr", "trtr", "tstr_trtr", "tstr_latency", "trtr_latency", "disc_512", "disc_2048", "disc_floor_512",
     "disc_floor_2048", "disc_events_512", "disc_events_2048", "disc_events_floor_512", "disc_events_floor_2048",
@@ -49,15 +50,53 @@ TARGET_DISC_GAP = 0.05
 def collect(out_dir: str | Path) -> pd.DataFrame:
     """One row per cell JSON under out_dir/cells."""
     rows = []
+    split = split_label(_run_config(out_dir))
     for path in sorted((Path(out_dir) / "cells").glob("*.json")):
         result = json.loads(path.read_text())
         row = {k: result["cell"].get(k) for k in KEY_COLUMNS}
+        row["fold"] = row["fold"] or split  # a config's one split: its held-out runs
         row["status"] = result["status"]
         error = result.get("error")
         row["error"] = f"{error['phase']}: {error['type']}: {error['message']}" if error else ""
         row.update({k: result.get("metrics", {}).get(k) for k in (*METRIC_COLUMNS, *TEXT_COLUMNS)})
         rows.append(row)
     return _typed(pd.DataFrame(rows, columns=COLUMNS))
+
+
+def _run_config(out_dir: str | Path) -> dict | None:
+    """The config in a run's run.json (None without one)."""
+    try:
+        return json.loads((Path(out_dir) / "run.json").read_text()).get("config")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def split_label(config: dict | None) -> str:
+    """The fold label of a config without folds: its held-out runs ("" when not known, or
+    when the config has folds: those cells name their own)."""
+    from tracesynth.experiments.config import runs_label
+
+    data = (config or {}).get("data") or {}
+    if data.get("folds") or not data.get("test_runs"):
+        return ""
+    return runs_label(data["test_runs"])
+
+
+def fill_fold(frame: pd.DataFrame, config: dict | None) -> pd.DataFrame:
+    """A results.csv written before the `fold` column: its cells' fold from the run's config."""
+    label = split_label(config)
+    if label and (frame["fold"] == "").all():
+        frame = frame.assign(fold=label)
+    return frame
+
+
+def _fold_text(value) -> str:
+    """A fold label as text: pandas reads "3" back as 3, or 3.0 beside a missing one."""
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
@@ -74,6 +113,7 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     frame["seed"] = pd.to_numeric(frame["seed"], errors="coerce").astype("Int64")
     for col in ("channels", "constraints", "error", *TEXT_COLUMNS):
         frame[col] = frame[col].astype(object).fillna("").astype(str)
+    frame["fold"] = frame["fold"].map(_fold_text).astype(object)
     return frame
 
 
@@ -187,10 +227,15 @@ def render_markdown(frame: pd.DataFrame, run: dict | None = None, plots: list | 
                       else "")
                    + f", {env.get('platform')}.")
     data = config.get("data", {})
-    if data:
-        out.append(f"Split: train on runs {data.get('train_runs')}, test on runs {data.get('test_runs')} "
-                   f"(first {data.get('max_train_events') or 'all'} / {data.get('max_test_events') or 'all'} events per run); "
-                   "each cell generates as many events as its held-out runs hold.")
+    limits = (f"(first {data.get('max_train_events') or 'all'} / {data.get('max_test_events') or 'all'} events "
+              "per run); each cell generates as many events as its held-out runs hold.")
+    if data.get("folds"):
+        runs = sorted(set(data.get("train_runs") or []) | set(data.get("test_runs") or []))
+        out.append(f"Folds: {data['folds']} over runs {runs}: each fold holds one run out and trains its own "
+                   f"models on the others {limits} Tables pool the folds' cells (a ± is over fold × seed); "
+                   "\"Folds\" shows each fold.")
+    elif data:
+        out.append(f"Split: train on runs {data.get('train_runs')}, test on runs {data.get('test_runs')} {limits}")
     over = ("seeds: every seed trains its own model and samples one trace with it, so the intervals "
             "cover training and sampling variation together")
     if not config.get("grid", {}).get("retrain_per_seed", True):
@@ -203,6 +248,7 @@ def render_markdown(frame: pd.DataFrame, run: dict | None = None, plots: list | 
             "have them; \"event types\" = on event types alone, the score every generator shares. "
             "Column definitions: docs/experiments.md.", ""]
     out += _findings(ts, ok)
+    out += _folds_section(ok)
     out += _peers_section(ok, frame)
     out += _tracesynth_tables(ts)
     out += _failures(frame)
@@ -215,7 +261,7 @@ def _findings(ts: pd.DataFrame, ok: pd.DataFrame) -> list[str]:
     out = ["## Published findings, checked on our data", ""]
     if ts.empty:
         return out + ["No TraceSynth cell finished, so none of the findings can be checked.", ""]
-    match = ["workload", "context", "seed"]
+    match = ["workload", "context", "fold", "seed"]
     # light vs full and the context gain compare `none` cells, or the only mode a grid sampled
     modes = sorted(set(ts["constraints"]))
     ref = modes[0] if len(modes) == 1 else "none"
@@ -251,7 +297,7 @@ def _findings(ts: pd.DataFrame, ok: pd.DataFrame) -> list[str]:
     if 256 in contexts and 4096 in contexts:
         rows = []
         for (workload, channels), part in base.groupby(["workload", "channels"]):
-            m = ["workload", "channels", "seed"]
+            m = ["workload", "channels", "fold", "seed"]
             g4 = [v - 1 for v in _paired_ratio(part, "tstr", "context", 4096, 256, m)]
             g16 = [v - 1 for v in _paired_ratio(part, "tstr", "context", 16384, 4096, m)] if 16384 in contexts else []
             rows.append([workload, channels, fmt(part[part["context"] == 256]["tstr"]),
@@ -268,7 +314,7 @@ def _findings(ts: pd.DataFrame, ok: pd.DataFrame) -> list[str]:
     if "none" in modes and modes - {"none"}:
         rows = []
         for (workload, channels, context), part in ts.groupby(["workload", "channels", "context"]):
-            m = ["workload", "channels", "context", "seed"]
+            m = ["workload", "channels", "context", "fold", "seed"]
             rules = part["rules_checked"].dropna()
             row = [workload, channels, context, f"{int(rules.max())}" if len(rules) else "—",
                    fmt(part[part["constraints"] == "none"]["violations_per_1k"], 1)]
@@ -325,6 +371,31 @@ def _findings(ts: pd.DataFrame, ok: pd.DataFrame) -> list[str]:
     out += [_table(["generator", "channels", "context", "constraints", "disc 512", "floor 512", "gap 512",
                     "disc 2048", "floor 2048", "gap 2048", "repeated spans", "  real",
                     "strongest tell at 512 (cells)"], rows), ""]
+    return out
+
+
+def _folds_section(ok: pd.DataFrame) -> list[str]:
+    """Per workload and setting, each fold's TSTR/TRTR and disc 2048 gap (mean ± CI over its
+    seeds), their mean and the worst fold: where a pooled figure hides one weak split."""
+    labels = sorted(set(ok["fold"]) - {""}, key=lambda f: (len(f), f))
+    if len(labels) < 2:
+        return []
+    out = ["## Folds", "",
+           "Each fold holds one run out and trains on the others; a fold's figure is the mean ± 95% CI over its "
+           "seeds. \"mean\" is the mean of the folds' means, \"worst\" the lowest TSTR/TRTR (highest disc gap).", ""]
+    settings = ok.apply(lambda r: r["generator"] if r["generator"] != "tracesynth" else
+                        f"tracesynth ({r['channels']}, {r['context']}, {r['constraints']})", axis=1)
+    for column, title, worst in (("tstr_trtr", "TSTR/TRTR", min), ("disc_gap_2048", "disc 2048 − floor", max)):
+        frame = ok.assign(setting=settings, disc_gap_2048=ok["disc_2048"] - ok["disc_floor_2048"])
+        rows = []
+        for (workload, setting), part in frame.groupby(["workload", "setting"]):
+            means = {f: part.loc[part["fold"] == f, column].mean() for f in labels}
+            known = [v for v in means.values() if np.isfinite(v)]
+            rows.append([workload, setting, *(fmt(part.loc[part["fold"] == f, column]) for f in labels),
+                         _fmt_num(float(np.mean(known)) if known else None),
+                         _fmt_num(worst(known) if known else None)])
+        out += [f"{title}:", "", _table(["workload", "generator", *(f"run {f} held out" for f in labels), "mean",
+                                         "worst"], rows), ""]
     return out
 
 
@@ -422,8 +493,8 @@ def _tracesynth_tables(ts: pd.DataFrame) -> list[str]:
     # average over workloads, with the CI over seeds of the per-seed workload average
     rows = []
     for key, part in ts.groupby(["channels", "context", "constraints"]):
-        per_seed = part.groupby("seed")[["tstr", "tstr_trtr", "disc_512", "disc_2048", "violations_per_1k",
-                                         "train_seconds", "gen_events_per_s"]].mean()
+        per_seed = part.groupby(["fold", "seed"])[["tstr", "tstr_trtr", "disc_512", "disc_2048", "violations_per_1k",
+                                                   "train_seconds", "gen_events_per_s"]].mean()
         rows.append([*key, part["workload"].nunique(), fmt(per_seed["tstr"]), fmt(per_seed["tstr_trtr"]),
                      fmt(per_seed["disc_512"]), fmt(per_seed["disc_2048"]), fmt(per_seed["violations_per_1k"], 1),
                      fmt(per_seed["train_seconds"], 1), fmt(per_seed["gen_events_per_s"], 0)])
@@ -475,7 +546,7 @@ def write_plots(frame: pd.DataFrame, folder: Path) -> list[Path]:
             for workload, wpart in part.groupby("workload"):
                 means = wpart.groupby("context")["tstr"].mean()
                 ax.plot(means.index.astype(int), means.values, marker="o", alpha=0.5, label=workload)
-            stats = part.groupby(["context", "seed"])["tstr"].mean().groupby("context")
+            stats = part.groupby(["context", "fold", "seed"])["tstr"].mean().groupby("context")
             ctx = np.array(sorted(stats.groups))
             mean = np.array([ci95(stats.get_group(c))[0] for c in ctx])
             half = np.array([ci95(stats.get_group(c))[1] or 0.0 for c in ctx])

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tracesynth.errors import ConfigError, TraceSynthError
-from tracesynth.experiments.config import ExperimentConfig, train_steps
+from tracesynth.experiments.config import ExperimentConfig, folds, train_steps
 from tracesynth.experiments.grid import TRACESYNTH, Cell, enumerate_cells, model_groups
 from tracesynth.fileio import atomic_path
 from tracesynth.schema import Trace
@@ -46,10 +46,14 @@ class Split:
         return sum(len(t) for t in self.test)
 
 
-def load_split(config: ExperimentConfig, workload: str) -> Split:
+def load_split(config: ExperimentConfig, workload: str, fold: str = "") -> Split:
+    """The real traces of `workload` in the config's split, or in its fold labelled `fold`."""
     import tracesynth.datasets as ds
 
     data = config.data
+    chosen = next((f for f in folds(data) if f.label == fold), None)
+    if chosen is None:
+        raise ConfigError(f"no fold {fold!r} in this config; its folds: {', '.join(f.label for f in folds(data))}")
 
     def take(run: int, limit: int | None) -> Trace:
         trace = ds.load(workload, run)
@@ -59,8 +63,8 @@ def load_split(config: ExperimentConfig, workload: str) -> Split:
         trace.meta.run = str(run)
         return trace
 
-    return Split([take(r, data.max_train_events) for r in data.train_runs],
-                 [take(r, data.max_test_events) for r in data.test_runs])
+    return Split([take(r, data.max_train_events) for r in chosen.train_runs],
+                 [take(r, data.max_test_events) for r in chosen.test_runs])
 
 
 def resolve_workloads(config: ExperimentConfig) -> list[str]:
@@ -330,13 +334,14 @@ def run_experiment(config: ExperimentConfig, out_dir: str | Path, *, budget: flo
     if models_from is not None:  # checked before the results directory is made
         from tracesynth.experiments.imported import link_imports, plan_imports
 
-        loaded: dict[str, Split] = {}  # a workload's split once, however many of its models there are
+        loaded: dict[tuple[str, str], Split] = {}  # a split once, however many of its models there are
 
-        def split_of(workload: str) -> Split:
-            if workload not in loaded:
-                loaded.clear()  # one workload's traces in memory at a time, as the cells below
-                loaded[workload] = load_split(config, workload)
-            return loaded[workload]
+        def split_of(cell: Cell) -> Split:
+            key = (cell.workload, cell.fold)
+            if key not in loaded:
+                loaded.clear()  # one split's traces in memory at a time, as the cells below
+                loaded[key] = load_split(config, *key)
+            return loaded[key]
 
         plan = plan_imports(cells, out_dir, Path(models_from), split_of, MODELS_DIR,
                             best=bool(config.tracesynth.keep_best))
@@ -400,7 +405,7 @@ class _Sampler:
 
 
 def _run_groups(config, cells, out_dir, steps, budget, report, counts, sampler) -> None:
-    splits: dict[str, Split] = {}
+    splits: dict[tuple[str, str], Split] = {}
     for _model_id, group in model_groups(cells):
         pending = [c for c in group if not is_finished(out_dir, c)]
         for cell in group:
@@ -409,10 +414,10 @@ def _run_groups(config, cells, out_dir, steps, budget, report, counts, sampler) 
                 report("skip", cell, True)
         if not pending:
             continue
-        workload = group[0].workload
-        if workload not in splits:
-            splits = {workload: load_split(config, workload)}  # one workload's traces in memory
-        split = splits[workload]
+        key = (group[0].workload, group[0].fold)
+        if key not in splits:
+            splits = {key: load_split(config, *key)}  # one split's traces in memory
+        split = splits[key]
         generator, train_seconds, info, failure = None, None, {}, None
         try:
             if group[0].generator == TRACESYNTH:
