@@ -111,6 +111,7 @@ def test_every_fold_trains_on_the_other_runs_and_is_scored_on_its_own(folds_run)
     assert "Folds: leave-one-out over runs [1, 2, 3]" in md and "## Folds" in md
     row = next(line for line in md.splitlines() if line.startswith("| stream | tracesynth (light, 64, none) |"))
     assert row.count("|") == 2 + 3 + 2 + 1  # workload, generator, three folds, mean, worst
+    assert "disc 2048, event types − floor:" in md  # the score TraceSynth and the chain share
     # resumable per fold: nothing runs again
     assert run_experiment(config, out, resume=True)["skipped"] == 12
 

@@ -375,8 +375,8 @@ def _findings(ts: pd.DataFrame, ok: pd.DataFrame) -> list[str]:
 
 
 def _folds_section(ok: pd.DataFrame) -> list[str]:
-    """Per workload and setting, each fold's TSTR/TRTR and disc 2048 gap (mean ± CI over its
-    seeds), their mean and the worst fold: where a pooled figure hides one weak split."""
+    """Per workload and setting, each fold's TSTR/TRTR and disc 2048 gap to its floor (mean ± CI
+    over its seeds), their mean and the worst fold: where a pooled figure hides one weak split."""
     labels = sorted(set(ok["fold"]) - {""}, key=lambda f: (len(f), f))
     if len(labels) < 2:
         return []
@@ -385,8 +385,13 @@ def _folds_section(ok: pd.DataFrame) -> list[str]:
            "seeds. \"mean\" is the mean of the folds' means, \"worst\" the lowest TSTR/TRTR (highest disc gap).", ""]
     settings = ok.apply(lambda r: r["generator"] if r["generator"] != "tracesynth" else
                         f"tracesynth ({r['channels']}, {r['context']}, {r['constraints']})", axis=1)
-    for column, title, worst in (("tstr_trtr", "TSTR/TRTR", min), ("disc_gap_2048", "disc 2048 − floor", max)):
-        frame = ok.assign(setting=settings, disc_gap_2048=ok["disc_2048"] - ok["disc_floor_2048"])
+    # windows on event types where the cells have it: the score generators with and without
+    # thread/CPU columns share (older results: the channel-matched score)
+    events = "_events" if ok["disc_events_2048"].notna().any() else ""
+    gap = ok[f"disc{events}_2048"] - ok[f"disc{events}_floor_2048"]
+    disc_title = f"disc 2048{', event types' if events else ''} − floor"
+    for column, title, worst in (("tstr_trtr", "TSTR/TRTR", min), ("disc_gap_2048", disc_title, max)):
+        frame = ok.assign(setting=settings, disc_gap_2048=gap)
         rows = []
         for (workload, setting), part in frame.groupby(["workload", "setting"]):
             means = {f: part.loc[part["fold"] == f, column].mean() for f in labels}
