@@ -111,7 +111,7 @@ def test_every_fold_trains_on_the_other_runs_and_is_scored_on_its_own(folds_run)
     assert "Folds: leave-one-out over runs [1, 2, 3]" in md and "## Folds" in md
     row = next(line for line in md.splitlines() if line.startswith("| stream | tracesynth (light, 64, none) |"))
     assert row.count("|") == 2 + 3 + 2 + 1  # workload, generator, three folds, mean, worst
-    assert "disc 2048, event types − floor:" in md  # the score TraceSynth and the chain share
+    assert "disc 2048 − floor:" in md  # 1,200-event held-out runs: no 2048-event windows to score
     # resumable per fold: nothing runs again
     assert run_experiment(config, out, resume=True)["skipped"] == 12
 
@@ -129,6 +129,20 @@ def test_an_older_single_split_run_pairs_with_its_fold(folds_run, tmp_path):
     result = compare(load_results(older), load_results(out), ["tstr"])
     assert "fold" in result.keys and len(result.pairs) == 4
     assert (result.pairs["tstr_a"] == result.pairs["tstr_b"]).all()
+
+
+def test_the_folds_table_scores_windows_on_event_types_where_cells_have_it():
+    from tracesynth.experiments.results import render_markdown
+
+    rows = [dict(generator=g, workload="build", channels="light" if g == "tracesynth" else "", context=4096,
+                 constraints="guided", fold=fold, seed=seed, status="ok", error="", tstr_trtr=ratio,
+                 disc_2048=0.9, disc_floor_2048=0.6, disc_events_2048=events, disc_events_floor_2048=0.5)
+            for g, events in (("tracesynth", 0.8), ("markov", 0.6)) for fold in "123" for seed, ratio in
+            ((0, 0.9), (1, 1.0))]
+    md = render_markdown(pd.DataFrame(rows, columns=COLUMNS).astype({"fold": object}))
+    table = md[md.index("disc 2048, event types − floor:"):]
+    assert "| build | markov | 0.100 ± 0.000 | 0.100 ± 0.000 | 0.100 ± 0.000 | 0.100 | 0.100 |" in table
+    assert "| build | tracesynth (light, 4096, guided) | 0.950 ± 0.635 |" in md  # TSTR/TRTR of fold 1
 
 
 def test_fill_fold_leaves_a_frame_with_folds_alone():
