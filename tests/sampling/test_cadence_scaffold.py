@@ -222,59 +222,6 @@ def test_an_anchor_among_events_training_never_has_before_it_ends_the_phase(file
     assert not ended.bans[rhythm.event][placed[1] + rhythm.low:].any()
 
 
-
-def test_a_window_drawn_again_keeps_what_the_model_drew_before_it_went_another_way(fileio):
-    rhythm, code = fileio
-    scaffold = CadenceScaffold([rhythm], seed=0)
-    plan = scaffold.plan(0, 0, N)
-    drawn = writes(code)
-    drawn[[700, 950, 1010]] = rhythm.event
-    new = scaffold.restart(plan, drawn, 0, 0)
-    assert new.redraw_from == 700 and new.copy().redraw_from is None  # about one draw only
-    # the writes before the model's first sync stay, the rest is drawn again with the phase
-    assert CadenceScaffold.keep_until(new, drawn, 0) == 700
-    assert CadenceScaffold.keep_until(new, drawn, 1024) == 1024  # the known prefix is never redrawn
-    exit_code = int(rhythm.members[0, 0])
-    stray = drawn.copy()
-    stray[300] = exit_code  # an exit with no sync before it: banned there by the new plan
-    assert new.bans[exit_code][300] and CadenceScaffold.keep_until(new, stray, 0) == 300
-    # a phase that goes on from an earlier sync: its next place lies before the model's first
-    going = in_phase(rhythm, 0, last=200, left=0, pending=None)
-    plan = going.plan(0, 0, N)
-    late = writes(code)
-    late[[900, 1200]] = rhythm.event
-    again = going.restart(plan, late, 0, 0)
-    first_place = anchors(again, rhythm.event)[0]
-    assert first_place < 900 and CadenceScaffold.keep_until(again, late, 0) == first_place
-    # a phase the model ended by reading: what it drew a LEAD before the sync among reads stays
-    phase = in_phase(rhythm, 0, last=0, left=9, pending=600)
-    plan = phase.plan(0, 0, N)
-    placed = anchors(plan, rhythm.event)
-    drawn = writes(code)
-    drawn[placed] = rhythm.event
-    drawn[placed[2] - 20:placed[2]] = code["syscall_exit_read"]
-    ended = phase.out_of_phase(plan, drawn, 0, 0)
-    from tracesynth.encoding.cadence import LEAD
-
-    assert ended.redraw_from == placed[2] - LEAD
-    assert placed[1] < CadenceScaffold.keep_until(ended, drawn, 0) <= placed[2] - LEAD
-
-
-def test_a_partly_known_window_takes_a_share_of_the_steps():
-    from tracesynth.sampling.pipeline import scaled_steps
-
-    known = np.zeros(N, dtype=bool)
-    known[:N // 4] = True  # the previous window's tail
-    assert scaled_steps(16, known, N // 4) == 16  # a whole window
-    known[[2000, 2600, 3100]] = True  # anchors clamped: still a whole window's steps
-    assert scaled_steps(16, known, N // 4) == 16
-    known[:2560] = True  # drawn again from its middle: half the free part, half the steps
-    assert scaled_steps(16, known, N // 4) == 8
-    settled = np.ones(N, dtype=bool)
-    settled[[3000, 3001]] = False  # a few positions settled: one step
-    assert scaled_steps(16, settled, N // 4) == 1 and scaled_steps(16, settled, N) == 16
-
-
 # --- end to end: a tiny model that cannot count to 130 keeps a 130-event rhythm with the scaffold
 
 def _synced(n_syncs: int = 40, seed: int = 0) -> Trace:

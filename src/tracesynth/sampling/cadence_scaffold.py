@@ -80,10 +80,6 @@ class Plan:
     # model's first anchor after a pause; the window's first free position for a phase that goes
     # on): closers are banned from there on, not in the start-up before (the loader's openat)
     begin: dict[int, int] = field(default_factory=dict)
-    # A plan made after a window was drawn (`restart`, `out_of_phase`): the window position the
-    # draw it replaces went another way from; the events before it may stay (`keep_until`).
-    # Not copied: it is about the one draw the plan replaces.
-    redraw_from: int | None = None
 
     def copy(self) -> Plan:
         return Plan(dict(self.places), dict(self.bans), dict(self.zones), dict(self.inside), dict(self.left),
@@ -142,7 +138,6 @@ class CadenceScaffold:
         if not started:
             return None
         new = plan.copy()
-        new.redraw_from = min(first for _, first, _ in started) - offset  # the model's first new anchor
         for r, first, last in started:
             beats = int(r.phases[self.rng.integers(len(r.phases))])
             if last is None or first - last > PAUSE * r.high:
@@ -152,24 +147,6 @@ class CadenceScaffold:
                 new.total[r.event] = plan.total.get(r.event, self.total[r.event]) + beats
                 self._schedule(new, r, max(last + self._draw(r), offset + start), beats, offset, start, length)
         return new
-
-    @staticmethod
-    def keep_until(plan: Plan, codes: np.ndarray, start: int) -> int:
-        """How much of a window drawn before `plan` was made (`restart`, `out_of_phase`) stays
-        when the window is drawn again with it: the events from `start` up to the plan's
-        `redraw_from`, cut back before the first one the plan bans there or where it clamps
-        another event. Those events were the model's draw up to where it went another way; only
-        the rest is drawn again (in fewer steps: `pipeline.scaled_steps`)."""
-        codes = np.asarray(codes)
-        until = start if plan.redraw_from is None else min(len(codes), max(start, plan.redraw_from))
-        for position, event in plan.places.items():
-            if start <= position < until and codes[position] != event:
-                until = position
-        for event, ban in plan.bans.items():
-            hit = np.flatnonzero(ban[start:until] & (codes[start:until] == event))
-            if len(hit):
-                until = start + int(hit[0])
-        return until
 
     def observe(self, plan: Plan, codes: np.ndarray, offset: int, start: int) -> None:
         """Record the window as drawn (with `plan`): each anchor's last occurrence and phase."""
@@ -365,9 +342,6 @@ class CadenceScaffold:
             if not wrong:
                 continue
             new = new or plan.copy()
-            # the events before those the phase ends for stay (`keep_until`)
-            cut = wrong[0] - LEAD
-            new.redraw_from = cut if new.redraw_from is None else min(new.redraw_from, cut)
             for p in placed:
                 if p >= wrong[0]:
                     del new.places[p]

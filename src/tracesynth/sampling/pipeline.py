@@ -29,19 +29,6 @@ from tracesynth.sampling.sampler import sample_window
 from tracesynth.schema import Trace, TraceMeta
 
 
-def scaled_steps(steps: int, event_known: np.ndarray, start: int) -> int:
-    """Denoising steps of a window draw whose free part (after the `start` events carried from
-    the previous window) is partly known: the same share of `steps` as of the free part still
-    to draw (at least 1), so a window drawn again from its middle (`CadenceScaffold.keep_until`)
-    or for a few settled positions reveals about as many events per step as a whole window does.
-    A whole window, anchors clamped or not, keeps all its steps."""
-    free = len(event_known) - start
-    if free <= 0:
-        return steps
-    masked = int(np.count_nonzero(~np.asarray(event_known[start:], dtype=bool)))
-    return max(1, -(-steps * masked // free))
-
-
 def generate(
     model: Denoiser,
     encoder: TraceEncoder,
@@ -172,14 +159,11 @@ def generate(
                     passed = encoder.event.decode(prev_codes["event"][:len(prev_codes["event"]) - start])
                 guide.begin_window(passed, new_trace=not parts)
             def draw(plan: Plan | None, drawn: dict[str, np.ndarray] | None = None,
-                     index: np.ndarray | None = None, put: dict[int, int] | None = None,
-                     keep: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+                     index: np.ndarray | None = None, put: dict[int, int] | None = None) -> dict[str, np.ndarray]:
                 """The window with `plan`'s anchors clamped and bans; with `drawn`, `index` and
                 `put` (`CadenceScaffold.settle`), that window rearranged, the positions that
                 index no event drawn anew (the plan's members banned there, but for the events
-                `put`, whose other channels are drawn); with `keep` (the window as drawn before
-                a `restart` or `out_of_phase` plan), its events up to `keep_until` kept. A draw
-                with part of the free window known takes a share of the steps (`scaled_steps`)."""
+                `put`, whose other channels are drawn)."""
                 window_known, window_mask = dict(known), dict(known_mask)
                 bans = plan.ban_list() if plan is not None else None
                 if drawn is not None:
@@ -190,21 +174,14 @@ def generate(
                         window_known["event"][q] = event
                         window_mask["event"][q] = True
                     bans = [(e, ban | fresh if e in plan.zones else ban) for e, ban in bans]
-                elif plan is not None and (plan.places or keep is not None):
-                    window_known = {ch: v.copy() for ch, v in known.items()}
-                    window_mask = {ch: v.copy() for ch, v in known_mask.items()}
-                    if keep is not None:
-                        until = CadenceScaffold.keep_until(plan, keep["event"], start)
-                        for ch in channels:
-                            window_known[ch][start:until] = keep[ch][start:until]
-                            window_mask[ch][start:until] = True
-                    if plan.places:
-                        at = np.fromiter(plan.places, dtype=np.int64)
-                        window_known["event"][at] = np.fromiter(plan.places.values(), dtype=np.int64)
-                        window_mask["event"][at] = True
+                elif plan is not None and plan.places:
+                    at = np.fromiter(plan.places, dtype=np.int64)
+                    window_known["event"] = known["event"].copy()
+                    window_mask["event"] = known_mask["event"].copy()
+                    window_known["event"][at] = np.fromiter(plan.places.values(), dtype=np.int64)
+                    window_mask["event"][at] = True
                 first = offset == 0 and start_steps is not None  # the trace's start-up window
-                window_steps = scaled_steps(start_steps if first else steps, window_mask["event"], start)
-                return sample_window(model, window_known, window_mask, label, window_steps,
+                return sample_window(model, window_known, window_mask, label, start_steps if first else steps,
                                      guidance_scale, generator,
                                      temperature, guide, partial_fn, banned=banned, order=order,
                                      time_grid=time_grid, offset=offset, event_names=event_names,
@@ -220,10 +197,10 @@ def generate(
             if scaffold is not None:
                 again = scaffold.restart(plan, codes["event"], offset, start)
                 if again is not None:  # the model started a rhythm here: draw the window with it
-                    plan, codes = again, draw(again, keep=codes)
+                    plan, codes = again, draw(again)
                 ended = scaffold.out_of_phase(plan, codes["event"], offset, start)
                 if ended is not None:  # the model went on to something else: the phase ends there
-                    plan, codes = ended, draw(ended, keep=codes)
+                    plan, codes = ended, draw(ended)
                 settled = scaffold.settle(plan, codes["event"], start)
                 if settled is not None:  # members drawn twice, too late or not at all
                     index, put = settled
