@@ -23,7 +23,6 @@ gives, and the workloads are the honest sample size of an overall claim.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from tracesynth.errors import ConfigError
-from tracesynth.experiments.results import KEY_COLUMNS, METRIC_COLUMNS, ci95, fill_fold, read_csv
+from tracesynth.experiments.results import KEY_COLUMNS, METRIC_COLUMNS, ci95, fill_fold, load_run_config, read_csv
 
 #: What `tracesynth compare` shows unless told: utility, the window classifier at two
 #: lengths, copying, the long-range repeat share and sampling speed.
@@ -80,16 +79,6 @@ def load_results(path: str | Path) -> pd.DataFrame:
     if frame.empty:
         raise ConfigError(f"{csv}: no cells")
     return fill_fold(frame, load_run_config(path))
-
-
-def load_run_config(path: str | Path) -> dict | None:
-    """The config a run was made with (run.json beside results.csv), or None without one."""
-    path = Path(path)
-    run = (path if path.is_dir() else path.parent) / "run.json"
-    try:
-        return json.loads(run.read_text()).get("config")
-    except (OSError, ValueError, AttributeError):
-        return None
 
 
 def parse_conditions(texts: list[str] | None) -> dict[str, str]:

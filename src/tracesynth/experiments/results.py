@@ -50,23 +50,24 @@ TARGET_DISC_GAP = 0.05
 def collect(out_dir: str | Path) -> pd.DataFrame:
     """One row per cell JSON under out_dir/cells."""
     rows = []
-    split = split_label(_run_config(out_dir))
     for path in sorted((Path(out_dir) / "cells").glob("*.json")):
         result = json.loads(path.read_text())
         row = {k: result["cell"].get(k) for k in KEY_COLUMNS}
-        row["fold"] = row["fold"] or split  # a config's one split: its held-out runs
         row["status"] = result["status"]
         error = result.get("error")
         row["error"] = f"{error['phase']}: {error['type']}: {error['message']}" if error else ""
         row.update({k: result.get("metrics", {}).get(k) for k in (*METRIC_COLUMNS, *TEXT_COLUMNS)})
         rows.append(row)
-    return _typed(pd.DataFrame(rows, columns=COLUMNS))
+    return fill_fold(_typed(pd.DataFrame(rows, columns=COLUMNS)), load_run_config(out_dir))
 
 
-def _run_config(out_dir: str | Path) -> dict | None:
-    """The config in a run's run.json (None without one)."""
+def load_run_config(path: str | Path) -> dict | None:
+    """The config a run was made with (run.json in its folder, or beside its results.csv), or
+    None without one."""
+    path = Path(path)
+    run = (path if path.is_dir() else path.parent) / "run.json"
     try:
-        return json.loads((Path(out_dir) / "run.json").read_text()).get("config")
+        return json.loads(run.read_text()).get("config")
     except (OSError, ValueError, AttributeError):
         return None
 
@@ -83,7 +84,8 @@ def split_label(config: dict | None) -> str:
 
 
 def fill_fold(frame: pd.DataFrame, config: dict | None) -> pd.DataFrame:
-    """A results.csv written before the `fold` column: its cells' fold from the run's config."""
+    """Cells of a config without folds (or a results.csv written before the `fold` column):
+    their fold from the run's config, its held-out runs."""
     label = split_label(config)
     if label and (frame["fold"] == "").all():
         frame = frame.assign(fold=label)
@@ -390,8 +392,8 @@ def _folds_section(ok: pd.DataFrame) -> list[str]:
     events = "_events" if ok["disc_events_2048"].notna().any() else ""
     gap = ok[f"disc{events}_2048"] - ok[f"disc{events}_floor_2048"]
     disc_title = f"disc 2048{', event types' if events else ''} − floor"
+    frame = ok.assign(setting=settings, disc_gap_2048=gap)
     for column, title, worst in (("tstr_trtr", "TSTR/TRTR", min), ("disc_gap_2048", disc_title, max)):
-        frame = ok.assign(setting=settings, disc_gap_2048=gap)
         rows = []
         for (workload, setting), part in frame.groupby(["workload", "setting"]):
             means = {f: part.loc[part["fold"] == f, column].mean() for f in labels}
