@@ -115,16 +115,16 @@ def plan_imports(cells: list[Cell], out_dir: Path, source: Path, split_of: Calla
             continue
         fits = [c for c in offered if _fits(c, cell)]
         train_traces = split_of(cell).train if fits else []
-        if len(fits) > 1:  # one per fold: the split's training traces tell them apart
-            fits = [c for c in fits if not _data_check(c, train_traces)[0]] or fits
+        checked = [(c, *_data_check(c, train_traces)) for c in fits]  # (candidate, why not, what was checked)
+        if len(checked) > 1:  # one per fold: the split's training traces tell them apart
+            checked = [item for item in checked if not item[1]] or checked
         wanted = (f"{cell.workload}, {cell.channels}, context {cell.context}, seed {cell.training_seed}"
                   + (f", fold {cell.fold}" if cell.fold else ""))
-        if len(fits) != 1:
-            problems.append(f"{wanted}: {'no model' if not fits else 'several models'} in {source}"
-                            + (f" ({', '.join(str(c.path) for c in fits)})" if fits else ""))
+        if len(checked) != 1:
+            problems.append(f"{wanted}: {'no model' if not checked else 'several models'} in {source}"
+                            + (f" ({', '.join(str(c.path) for c, _, _ in checked)})" if checked else ""))
             continue
-        candidate = fits[0]
-        why, check = _data_check(candidate, train_traces)
+        candidate, why, check = checked[0]
         if why:
             problems.append(f"{candidate.path}: trained on other traces than the experiment's training split "
                             f"({why})")
