@@ -369,6 +369,32 @@ def _evaluate(train, test, synthetic, *, seeds, quick, workload, on_step) -> dic
     return report
 
 
+def next_event_tstr(train: Sequence[Trace], test: Sequence[Trace], synthetic: Sequence[Trace], *,
+                    seeds: int | Sequence[int] = 3, predictor: str = "ngram") -> dict | None:
+    """TSTR of the next-event task alone, on one workload's traces: `predictor` trained on all
+    of `synthetic`, scored on `test` (macro-F1 summary as in the report's utility section; None
+    where the synthetic traces hold no example). `evaluate` cuts the synthetic side to the real
+    test side's length wherever counts are compared; this is the figure of a synthetic set as
+    large as the training set (what `tracesynth experiment` reports as `tstr_matched`). The
+    vocabulary and test examples are `evaluate`'s, so the two scores compare."""
+    seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
+    if not seed_list:
+        raise ConfigError("next_event_tstr: needs at least one seed")
+    if predictor not in utility.PREDICTORS:
+        raise ConfigError(f"next_event_tstr: predictor must be one of {', '.join(utility.PREDICTORS)}")
+    for role, traces in (("train", train), ("test", test), ("synthetic", synthetic)):
+        require_nonempty(traces, role)
+        for t in traces:
+            require_event_names(t, role)
+    vocab = Vocabulary.from_traces([*train, *test])
+    test_examples = utility.next_event_examples([encode(t, vocab) for t in test])
+    if len(test_examples) == 0:
+        return None
+    with cost.single_threaded():
+        return utility.trained_on(predictor, utility.next_event_examples([encode(t, vocab) for t in synthetic]),
+                                  test_examples, seed_list, len(vocab), len(vocab))
+
+
 def _workload_classification(encoded: dict, config: EvalConfig) -> dict:
     if len(encoded) < 2:
         return {"available": False, "reason": "needs at least two workloads"}

@@ -170,6 +170,15 @@ def _predict(predictor: str, train: Examples, test: Examples, seed: int, n_class
     return test.targets, model.predict(test.context(GRU_CONTEXT), test.context(GRU_CONTEXT, "log_dt"))
 
 
+def trained_on(predictor: str, train: Examples, test: Examples, seeds, n_classes: int,
+               vocab_size: int) -> dict | None:
+    """Scores on `test` of `predictor` trained on `train`, one training per seed (None: no
+    training examples)."""
+    if len(train) == 0:
+        return None
+    return _summaries([scores(predictor, train, test, s, n_classes, vocab_size) for s in seeds])
+
+
 def tstr_trtr(make_examples, real_train, real_test, synthetic, seeds, n_classes, vocab_size,
               predictors=PREDICTORS) -> dict:
     test = make_examples(real_test)
@@ -178,12 +187,8 @@ def tstr_trtr(make_examples, real_train, real_test, synthetic, seeds, n_classes,
     sides = {"trtr": make_examples(real_train), "tstr": make_examples(synthetic)}
     out: dict = {"available": True, "test_examples": int(len(test))}
     for predictor in predictors:
-        result = {}
-        for side, train in sides.items():
-            if len(train) == 0:
-                result[side] = None
-                continue
-            result[side] = _summaries([scores(predictor, train, test, s, n_classes, vocab_size) for s in seeds])
+        result = {side: trained_on(predictor, train, test, seeds, n_classes, vocab_size)
+                  for side, train in sides.items()}
         tstr = result["tstr"]["mean"] if result["tstr"] else 0.0
         trtr = result["trtr"]["mean"] if result["trtr"] else None
         result["ratio"] = (tstr / trtr) if trtr else None

@@ -27,6 +27,7 @@ PEER_NAMES = ("markov", "copy", "ar", "par", "dgan")
 
 
 FOLD_SCHEMES = ("leave-one-out",)
+SYNTHETIC_EVENTS = ("test", "train")  # evaluation.synthetic_events: as many events as which side holds
 
 
 @dataclass
@@ -143,6 +144,11 @@ class EvaluationSettings:
     seeds: int = 1
     quick: bool = True
     predictor: str = "ngram"  # which predictor's next-event figure is the headline TSTR
+    # How many events a cell samples: "test" (or unset: as many as its held-out runs hold) or
+    # "train" (as many as its training runs hold: `tstr_matched` trains the predictor on all of
+    # them, the usual TSTR protocol; every other figure reads the first "test" events, as with
+    # "test"). Unset rather than "test" by default, so runs started before the key resume.
+    synthetic_events: str | None = None
 
 
 @dataclass
@@ -386,6 +392,9 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
         _fail(source, "evaluation.seeds", f"must be at least 1, got {config.evaluation.seeds}")
     if config.evaluation.predictor not in ("ngram", "gru"):
         _fail(source, "evaluation.predictor", f"expected ngram or gru, got {config.evaluation.predictor!r}")
+    if config.evaluation.synthetic_events is not None and config.evaluation.synthetic_events not in SYNTHETIC_EVENTS:
+        _fail(source, "evaluation.synthetic_events",
+              f"expected {' or '.join(SYNTHETIC_EVENTS)}, got {config.evaluation.synthetic_events!r}")
     if config.evaluation.quick and config.evaluation.predictor == "gru":
         _fail(source, "evaluation.predictor", "gru needs evaluation.quick: false (quick runs the n-gram predictor only)")
     return config

@@ -24,7 +24,7 @@ from tracesynth.fileio import atomic_path
 #: `fold`: the held-out runs of the cell's split ("3", "1+2"): a config's folds, or its one split
 KEY_COLUMNS = ["generator", "workload", "channels", "context", "constraints", "fold", "seed"]
 METRIC_COLUMNS = [
-    "tstr", "trtr", "tstr_trtr", "tstr_latency", "trtr_latency", "disc_512", "disc_2048", "disc_floor_512",
+    "tstr", "trtr", "tstr_trtr", "tstr_latency", "trtr_latency", "tstr_matched", "tstr_trtr_matched", "disc_512", "disc_2048", "disc_floor_512",
     "disc_floor_2048", "disc_events_512", "disc_events_2048", "disc_events_floor_512", "disc_events_floor_2048",
     "violations_per_1k", "violations_per_1k_real", "rules_checked", "serial_breaks_per_1k",
     "serial_breaks_per_1k_real", "edits_per_1k", "copy_rate_256", "copy_rate_256_holdout", "unseen_8gram",
@@ -229,8 +229,12 @@ def render_markdown(frame: pd.DataFrame, run: dict | None = None, plots: list | 
                       else "")
                    + f", {env.get('platform')}.")
     data = config.get("data", {})
+    sampled = ("each cell generates as many events as its training runs hold (\"TSTR at training size\" trains "
+               "on all of them; every other figure reads the first as many as its held-out runs hold)"
+               if config.get("evaluation", {}).get("synthetic_events") == "train"
+               else "each cell generates as many events as its held-out runs hold")
     limits = (f"(first {data.get('max_train_events') or 'all'} / {data.get('max_test_events') or 'all'} events "
-              "per run); each cell generates as many events as its held-out runs hold.")
+              f"per run); {sampled}.")
     if data.get("folds"):
         runs = sorted(set(data.get("train_runs") or []) | set(data.get("test_runs") or []))
         out.append(f"Folds: {data['folds']} over runs {runs}: each fold holds one run out and trains its own "
@@ -250,6 +254,7 @@ def render_markdown(frame: pd.DataFrame, run: dict | None = None, plots: list | 
             "have them; \"event types\" = on event types alone, the score every generator shares. "
             "Column definitions: docs/experiments.md.", ""]
     out += _findings(ts, ok)
+    out += _matched_section(ok)
     out += _folds_section(ok)
     out += _peers_section(ok, frame)
     out += _tracesynth_tables(ts)
@@ -376,6 +381,38 @@ def _findings(ts: pd.DataFrame, ok: pd.DataFrame) -> list[str]:
     return out
 
 
+def _setting(row) -> str:
+    """A row's generator, with TraceSynth's channels, context and constraints."""
+    if row["generator"] != "tracesynth":
+        return row["generator"]
+    return f"tracesynth ({row['channels']}, {row['context']}, {row['constraints']})"
+
+
+def _matched_section(ok: pd.DataFrame) -> list[str]:
+    """TSTR with as many synthetic events as the real training runs hold (`evaluation.
+    synthetic_events: train`) beside TSTR with as many as the held-out runs hold: the same
+    predictor, test examples and TRTR; only how much synthetic data it learns from differs."""
+    part = ok[ok["tstr_trtr_matched"].notna()]
+    if part.empty:
+        return []
+    out = ["## TSTR at training size", "",
+           "The next-event predictor trained on the whole synthetic trace (as many events as the training runs "
+           "hold, as TRTR is) against the same predictor trained on its first events (as many as the held-out "
+           "runs hold, the TSTR of the other tables); tested on the same real held-out events. \"gain\" is the "
+           "paired difference per cell.", ""]
+    rows = []
+    frame = part.assign(setting=part.apply(_setting, axis=1),
+                        gain=part["tstr_trtr_matched"] - part["tstr_trtr"])
+    for (workload, setting), cells in frame.groupby(["workload", "setting"]):
+        rows.append([workload, setting, _fmt_num(cells["events_test"].mean(), 0), _fmt_num(cells["events_synthetic"].mean(), 0),
+                     fmt(cells["tstr_trtr"]), fmt(cells["tstr_trtr_matched"]), fmt(cells["gain"]),
+                     fmt(cells["tstr_matched"]), fmt(cells["trtr"])])
+    out += [_table(["workload", "generator", "events (held-out size)", "events (training size)",
+                    "TSTR/TRTR, held-out size", "TSTR/TRTR, training size", "gain", "TSTR, training size", "TRTR"],
+                   rows), ""]
+    return out
+
+
 def _folds_section(ok: pd.DataFrame) -> list[str]:
     """Per workload and setting, each fold's TSTR/TRTR and disc 2048 gap to its floor (mean ± CI
     over its seeds), their mean and the worst fold: where a pooled figure hides one weak split."""
@@ -385,15 +422,17 @@ def _folds_section(ok: pd.DataFrame) -> list[str]:
     out = ["## Folds", "",
            "Each fold holds one run out and trains on the others; a fold's figure is the mean ± 95% CI over its "
            "seeds. \"mean\" is the mean of the folds' means, \"worst\" the lowest TSTR/TRTR (highest disc gap).", ""]
-    settings = ok.apply(lambda r: r["generator"] if r["generator"] != "tracesynth" else
-                        f"tracesynth ({r['channels']}, {r['context']}, {r['constraints']})", axis=1)
+    settings = ok.apply(_setting, axis=1)
     # windows on event types where the cells have it: the score generators with and without
     # thread/CPU columns share (older results: the channel-matched score)
     events = "_events" if ok["disc_events_2048"].notna().any() else ""
     gap = ok[f"disc{events}_2048"] - ok[f"disc{events}_floor_2048"]
     disc_title = f"disc 2048{', event types' if events else ''} − floor"
     frame = ok.assign(setting=settings, disc_gap_2048=gap)
-    for column, title, worst in (("tstr_trtr", "TSTR/TRTR", min), ("disc_gap_2048", disc_title, max)):
+    tables = [("tstr_trtr", "TSTR/TRTR", min), ("disc_gap_2048", disc_title, max)]
+    if ok["tstr_trtr_matched"].notna().any():
+        tables.insert(1, ("tstr_trtr_matched", "TSTR/TRTR at training size", min))
+    for column, title, worst in tables:
         rows = []
         for (workload, setting), part in frame.groupby(["workload", "setting"]):
             means = {f: part.loc[part["fold"] == f, column].mean() for f in labels}

@@ -454,29 +454,41 @@ def _failed(cell: Cell, failure: dict) -> dict:
 
 def _run_cell(config, cell, generator, train_seconds, info, split, steps, report, sample_tracesynth) -> dict:
     """`sample_tracesynth(n_events) -> (trace, seconds)`: how a TraceSynth cell is sampled (`_Sampler`)."""
-    from tracesynth.evaluation.runner import evaluate
+    from tracesynth.evaluation.runner import evaluate, next_event_tstr
 
     n_events = split.n_test_events
+    n_train = sum(len(t) for t in split.train)
+    matched = config.evaluation.synthetic_events == "train"
+    n_sampled = max(n_events, n_train) if matched else n_events
     try:
         report("generate", cell, False)
         if cell.generator == TRACESYNTH:
-            synthetic, sample_seconds = sample_tracesynth(n_events)
+            synthetic, sample_seconds = sample_tracesynth(n_sampled)
         else:
             start = time.perf_counter()
-            synthetic = generator.sample(n_events, workload=cell.workload, seed=cell.seed)
+            synthetic = generator.sample(n_sampled, workload=cell.workload, seed=cell.seed)
             sample_seconds = time.perf_counter() - start
     except Exception as exc:  # noqa: BLE001
         return _failed(cell, _describe(exc, "generate"))
     synthetic.meta.workload = cell.workload
     synthetic.meta.extra.update({"train_seconds": train_seconds, "sample_seconds": sample_seconds,
                                  "events_per_second": len(synthetic) / max(sample_seconds, 1e-9)})
+    # Every figure but `tstr_matched` reads as many events as the held-out runs hold, however
+    # many were sampled: windows and counts compare with the held-out run's stretch of the program.
+    head = synthetic.slice(0, n_events) if len(synthetic) > n_events else synthetic
     try:
         report("evaluate", cell, False)
-        full = evaluate(split.train, split.test, [synthetic], seeds=config.evaluation.seeds,
+        full = evaluate(split.train, split.test, [head], seeds=config.evaluation.seeds,
                         quick=config.evaluation.quick)
+        tstr_matched = next_event_tstr(split.train, split.test, [synthetic], seeds=config.evaluation.seeds,
+                                       predictor=config.evaluation.predictor) if matched else None
     except Exception as exc:  # noqa: BLE001
         return _failed(cell, _describe(exc, "evaluate"))
     metrics = cell_metrics(full, cell.workload, config.evaluation.predictor)
+    if matched:
+        tstr = tstr_matched["mean"] if tstr_matched else None
+        metrics["tstr_matched"] = tstr
+        metrics["tstr_trtr_matched"] = tstr / metrics["trtr"] if tstr is not None and metrics["trtr"] else None
     edits = synthetic.meta.extra.get("repair_edits")
     metrics.update({
         "edits_per_1k": 1000.0 * edits / len(synthetic) if edits is not None else None,
@@ -484,7 +496,7 @@ def _run_cell(config, cell, generator, train_seconds, info, split, steps, report
         "sample_seconds": sample_seconds,
         "gen_events_per_s": len(synthetic) / max(sample_seconds, 1e-9),
         "events_synthetic": len(synthetic),
-        "events_train": sum(len(t) for t in split.train),
+        "events_train": n_train,
         "events_test": n_events,
         "train_steps": info.get("train_steps", steps) if cell.generator == TRACESYNTH else None,
         "best_step": info.get("best_step") if cell.generator == TRACESYNTH else None,
