@@ -8,7 +8,7 @@ from conftest import ctf_trace
 from evaluation.constructed import build, chain_trace
 
 from tracesynth.errors import ConfigError
-from tracesynth.evaluation.runner import evaluate
+from tracesynth.evaluation.runner import evaluate, next_event_tstr
 from tracesynth.generators.markov import Markov
 from tracesynth.schema import Trace
 
@@ -129,3 +129,18 @@ def test_null_synthetic_event_name_is_a_format_error_naming_trace_and_row():
     syn = Trace(table, train.meta).with_meta(extra={"generator": "markov"})
     with pytest.raises(TraceFormatError, match=r"markov \(row 7\): synthetic trace has a null event name"):
         evaluate([train], [test], [syn], seeds=1, quick=True)
+
+
+def test_next_event_tstr_is_the_report_s_tstr_on_the_same_traces(quick_report):
+    """The size-matched figure (`tstr_matched`) is `evaluate`'s TSTR, computed on however many
+    synthetic events it is given: same vocabulary, test examples and predictor seeds."""
+    train, test = chain_trace(12_000, seed=1), chain_trace(6000, seed=2)
+    synthetic = Markov(order=2, random_state=0).fit([train]).sample(6000)
+    head = quick_report["workloads"]["unit"]["headline"]
+    assert next_event_tstr([train], [test], [synthetic], seeds=2)["mean"] == head["tstr"]["next_event_ngram"]
+    # trained on the real training run itself, it is TRTR
+    assert next_event_tstr([train], [test], [train], seeds=2)["mean"] == head["trtr"]["next_event_ngram"]
+    with pytest.raises(ConfigError, match="predictor must be one of ngram, gru"):
+        next_event_tstr([train], [test], [synthetic], predictor="lstm")
+    with pytest.raises(ConfigError, match="no synthetic traces given"):
+        next_event_tstr([train], [test], [])

@@ -67,6 +67,7 @@ def _write(tmp_path, text: str) -> Path:
     ("peers:\n  - name: gan\n", "peers[0].name", "unknown peer"),
     ("peers:\n  - name: markov\n  - name: markov\n", "peers", "distinct"),
     ("evaluation:\n  predictor: gru\n", "evaluation.predictor", "quick"),
+    ("evaluation:\n  synthetic_events: all\n", "evaluation.synthetic_events", "expected test or train, got 'all'"),
     ("grid: [1, 2]\n", "grid", "expected a mapping"),
     ("nmae: x\n", "nmae", "unknown key"),
 ])

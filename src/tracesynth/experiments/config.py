@@ -144,10 +144,11 @@ class EvaluationSettings:
     seeds: int = 1
     quick: bool = True
     predictor: str = "ngram"  # which predictor's next-event figure is the headline TSTR
-    # How many events a cell samples: "test" (or unset: as many as its held-out runs hold) or
-    # "train" (as many as its training runs hold: `tstr_matched` trains the predictor on all of
-    # them, the usual TSTR protocol; every other figure reads the first "test" events, as with
-    # "test"). Unset rather than "test" by default, so runs started before the key resume.
+    # What a cell samples: "test" (or unset) one trace as long as its held-out runs, which every
+    # figure reads; "train" also a training-size set, one trace per training run as long as that
+    # run (`runner.matched_lengths`), on which `tstr_matched` trains the predictor: as much
+    # synthetic data as TRTR has real, the usual TSTR protocol. Unset rather than "test" by
+    # default, so runs started before the key resume.
     synthetic_events: str | None = None
 
 

@@ -31,7 +31,8 @@ METRIC_COLUMNS = [
     "unseen_8gram_holdout", "repeats", "repeats_real", "startup_edits", "startup_edits_real",
     "startup_unseen_8gram", "startup_unseen_8gram_real", "cadence_octaves", "cadence_octaves_real",
     "privacy_flagged", "event_jsd", "event_jsd_floor",
-    "train_seconds", "sample_seconds", "gen_events_per_s", "eval_seconds", "events_train", "events_test", "events_synthetic", "train_steps", "params",
+    "train_seconds", "sample_seconds", "gen_events_per_s", "eval_seconds", "events_train", "events_test",
+    "events_synthetic", "events_matched", "matched_events_per_s", "train_steps", "params",
     "best_step",
 ]
 TEXT_COLUMNS = ["disc_tell_512"]  # per-cell words, not numbers: kept as text
@@ -229,8 +230,9 @@ def render_markdown(frame: pd.DataFrame, run: dict | None = None, plots: list | 
                       else "")
                    + f", {env.get('platform')}.")
     data = config.get("data", {})
-    sampled = ("each cell generates as many events as its training runs hold (\"TSTR at training size\" trains "
-               "on all of them; every other figure reads the first as many as its held-out runs hold)"
+    sampled = ("each cell generates one trace as long as its held-out runs, which every figure reads, and a "
+               "training-size set beside (one trace per training run, as long as that run), which \"TSTR at training "
+               "size\" trains on"
                if config.get("evaluation", {}).get("synthetic_events") == "train"
                else "each cell generates as many events as its held-out runs hold")
     limits = (f"(first {data.get('max_train_events') or 'all'} / {data.get('max_test_events') or 'all'} events "
@@ -389,22 +391,23 @@ def _setting(row) -> str:
 
 
 def _matched_section(ok: pd.DataFrame) -> list[str]:
-    """TSTR with as many synthetic events as the real training runs hold (`evaluation.
-    synthetic_events: train`) beside TSTR with as many as the held-out runs hold: the same
-    predictor, test examples and TRTR; only how much synthetic data it learns from differs."""
+    """TSTR on a synthetic set of the training set's shape (`evaluation.synthetic_events:
+    train`) beside TSTR on as many events as the held-out runs hold: the same predictor, test
+    examples and TRTR; only how much synthetic data it learns from differs."""
     part = ok[ok["tstr_trtr_matched"].notna()]
     if part.empty:
         return []
     out = ["## TSTR at training size", "",
-           "The next-event predictor trained on the whole synthetic trace (as many events as the training runs "
-           "hold, as TRTR is) against the same predictor trained on its first events (as many as the held-out "
-           "runs hold, the TSTR of the other tables); tested on the same real held-out events. \"gain\" is the "
-           "paired difference per cell.", ""]
+           "The next-event predictor trained on a synthetic set of the training set's shape (one trace per "
+           "training run, as long as that run: as much data as TRTR's predictor has) against the same predictor "
+           "trained on a trace as long as the held-out runs (the TSTR of the other tables); tested on the same real "
+           "held-out events. \"gain\" is the paired difference per cell.", ""]
     rows = []
     frame = part.assign(setting=part.apply(_setting, axis=1),
                         gain=part["tstr_trtr_matched"] - part["tstr_trtr"])
     for (workload, setting), cells in frame.groupby(["workload", "setting"]):
-        rows.append([workload, setting, _fmt_num(cells["events_test"].mean(), 0), _fmt_num(cells["events_synthetic"].mean(), 0),
+        rows.append([workload, setting, _fmt_num(cells["events_synthetic"].mean(), 0),
+                     _fmt_num(cells["events_matched"].mean(), 0),
                      fmt(cells["tstr_trtr"]), fmt(cells["tstr_trtr_matched"]), fmt(cells["gain"]),
                      fmt(cells["tstr_matched"]), fmt(cells["trtr"])])
     out += [_table(["workload", "generator", "events (held-out size)", "events (training size)",

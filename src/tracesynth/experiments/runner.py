@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from tracesynth.errors import ConfigError, TraceSynthError
 from tracesynth.experiments.config import ExperimentConfig, folds, train_steps
 from tracesynth.experiments.grid import TRACESYNTH, Cell, enumerate_cells, model_groups
@@ -366,17 +368,18 @@ class _Sampler:
         self._child = None
         self._no_child = False  # the child could not be started here: sample in this process
 
-    def generate(self, generator, model_dir: Path, n_events: int, cell: Cell):
-        """(trace, sampling seconds)."""
+    def generate(self, generator, model_dir: Path, n_events: int, cell: Cell, seed: int | None = None):
+        """(trace, sampling seconds); `seed` (default: the cell's) seeds the trace."""
+        seed = cell.seed if seed is None else seed
         on_cpu = next(generator.model_.parameters()).device.type == "cpu"
         if on_cpu and model_dir.exists() and sample_in_child() and not self._no_child:
             if self._child is None:
                 self._child = self._start()
             if self._child is not None:
-                return self._child.generate(model_dir, generator.get_params(), n_events, cell.workload, cell.seed,
+                return self._child.generate(model_dir, generator.get_params(), n_events, cell.workload, seed,
                                             cell.constraints)
         start = time.perf_counter()
-        trace = generator.generate(n_events, cell.workload, cell.seed, constraints=cell.constraints)
+        trace = generator.generate(n_events, cell.workload, seed, constraints=cell.constraints)
         return trace, time.perf_counter() - start
 
     def _start(self):
@@ -433,7 +436,8 @@ def _run_groups(config, cells, out_dir, steps, budget, report, counts, sampler) 
         for cell in pending:
             result = _failed(cell, failure) if failure else _run_cell(
                 config, cell, generator, train_seconds, info, split, steps, report,
-                lambda n, c=cell, g=generator: sampler.generate(g, out_dir / MODELS_DIR / c.model_id, n, c))
+                lambda n, seed, c=cell, g=generator: sampler.generate(g, out_dir / MODELS_DIR / c.model_id, n, c,
+                                                                      seed))
             result["budget"] = budget
             write_cell(out_dir, cell, result)
             counts[result["status"]] += 1
@@ -452,35 +456,56 @@ def _failed(cell: Cell, failure: dict) -> dict:
             "model_id": cell.model_id, "status": "error", "error": failure, "metrics": {}}
 
 
+def matched_lengths(split: Split) -> list[int]:
+    """Events of each trace of a cell's training-size set (`evaluation.synthetic_events:
+    train`): one per training run, as long as that run, so the synthetic set has the training
+    set's shape — as much data, as many trace starts, no trace longer than a run of the program."""
+    return [len(t) for t in split.train]
+
+
+def trace_seed(seed: int, index: int) -> int:
+    """The seed of a cell's `index`-th trace: the cell's own for trace 0 (the one every figure
+    but `tstr_matched` reads), one drawn from (seed, index) for the training-size set's traces
+    1, 2, ..., which no other cell's seed or trace gives by chance."""
+    if index == 0:
+        return seed
+    return int(np.random.SeedSequence([seed, index]).generate_state(1, dtype=np.uint32)[0])
+
+
 def _run_cell(config, cell, generator, train_seconds, info, split, steps, report, sample_tracesynth) -> dict:
-    """`sample_tracesynth(n_events) -> (trace, seconds)`: how a TraceSynth cell is sampled (`_Sampler`)."""
+    """`sample_tracesynth(n_events, seed) -> (trace, seconds)`: how a TraceSynth cell is sampled (`_Sampler`)."""
     from tracesynth.evaluation.runner import evaluate, next_event_tstr
 
     n_events = split.n_test_events
-    n_train = sum(len(t) for t in split.train)
     matched = config.evaluation.synthetic_events == "train"
-    n_sampled = max(n_events, n_train) if matched else n_events
-    try:
-        report("generate", cell, False)
+
+    def sample(length: int, seed: int) -> tuple[Trace, float]:
         if cell.generator == TRACESYNTH:
-            synthetic, sample_seconds = sample_tracesynth(n_sampled)
+            trace, seconds = sample_tracesynth(length, seed)
         else:
             start = time.perf_counter()
-            synthetic = generator.sample(n_sampled, workload=cell.workload, seed=cell.seed)
-            sample_seconds = time.perf_counter() - start
+            trace = generator.sample(length, workload=cell.workload, seed=seed)
+            seconds = time.perf_counter() - start
+        trace.meta.workload = cell.workload
+        return trace, seconds
+
+    try:
+        report("generate", cell, False)
+        synthetic, sample_seconds = sample(n_events, cell.seed)
+        # the training-size set, sampled apart: a generator need not draw a trace's start the
+        # same however long the trace (Markov draws its gaps, threads and CPUs per trace), so
+        # the figures above read exactly the trace a cell without it samples
+        sized = [sample(length, trace_seed(cell.seed, i + 1)) for i, length in enumerate(matched_lengths(split))
+                 ] if matched else []
     except Exception as exc:  # noqa: BLE001
         return _failed(cell, _describe(exc, "generate"))
-    synthetic.meta.workload = cell.workload
     synthetic.meta.extra.update({"train_seconds": train_seconds, "sample_seconds": sample_seconds,
                                  "events_per_second": len(synthetic) / max(sample_seconds, 1e-9)})
-    # Every figure but `tstr_matched` reads as many events as the held-out runs hold, however
-    # many were sampled: windows and counts compare with the held-out run's stretch of the program.
-    head = synthetic.slice(0, n_events) if len(synthetic) > n_events else synthetic
     try:
         report("evaluate", cell, False)
-        full = evaluate(split.train, split.test, [head], seeds=config.evaluation.seeds,
+        full = evaluate(split.train, split.test, [synthetic], seeds=config.evaluation.seeds,
                         quick=config.evaluation.quick)
-        tstr_matched = next_event_tstr(split.train, split.test, [synthetic], seeds=config.evaluation.seeds,
+        tstr_matched = next_event_tstr(split.train, split.test, [t for t, _ in sized], seeds=config.evaluation.seeds,
                                        predictor=config.evaluation.predictor) if matched else None
     except Exception as exc:  # noqa: BLE001
         return _failed(cell, _describe(exc, "evaluate"))
@@ -489,6 +514,8 @@ def _run_cell(config, cell, generator, train_seconds, info, split, steps, report
         tstr = tstr_matched["mean"] if tstr_matched else None
         metrics["tstr_matched"] = tstr
         metrics["tstr_trtr_matched"] = tstr / metrics["trtr"] if tstr is not None and metrics["trtr"] else None
+        metrics["events_matched"] = sum(len(t) for t, _ in sized)
+        metrics["matched_events_per_s"] = metrics["events_matched"] / max(sum(s for _, s in sized), 1e-9)
     edits = synthetic.meta.extra.get("repair_edits")
     metrics.update({
         "edits_per_1k": 1000.0 * edits / len(synthetic) if edits is not None else None,
@@ -496,7 +523,7 @@ def _run_cell(config, cell, generator, train_seconds, info, split, steps, report
         "sample_seconds": sample_seconds,
         "gen_events_per_s": len(synthetic) / max(sample_seconds, 1e-9),
         "events_synthetic": len(synthetic),
-        "events_train": n_train,
+        "events_train": sum(len(t) for t in split.train),
         "events_test": n_events,
         "train_steps": info.get("train_steps", steps) if cell.generator == TRACESYNTH else None,
         "best_step": info.get("best_step") if cell.generator == TRACESYNTH else None,
