@@ -53,6 +53,36 @@ def test_nothing_after_exit_group_and_single_thread_variant():
     assert check(light, RULE, assume_single_thread=True).rule("syscall-pairing").count == 1
 
 
+def exec_event(tid=1, old_tid=None):
+    return {"event": "sched_process_exec", "tid": tid, "cpu": 0, "procname": "app",
+            "payload": {"filename": "/bin/app", "tid": tid, "old_tid": tid if old_tid is None else old_tid}}
+
+
+def test_exec_happens_inside_its_execve_call():
+    """The kernel emits sched_process_exec inside the execve that asked for it, once. A
+    generated start-up once read `>execve exec <execve exec >execve <execve`."""
+    start = [sc("execve", "entry"), exec_event(), sc("execve", "exit", ret=0), *call("brk", 4096)]
+    assert codes(build(start)) == []
+    doubled = build([sc("execve", "entry"), exec_event(), sc("execve", "exit", ret=0), exec_event(),
+                     sc("execve", "entry"), sc("execve", "exit", ret=-2)])
+    found = codes(doubled)
+    assert [r for r, _ in found] == [3] and "outside an execve" in found[0][1]
+    out, log = repair(doubled, RULE)
+    assert [(e["op"], e["row"]) for e in log] == [("drop", 3)] and not check(out, RULE).violated
+    twice = build([sc("execve", "entry"), exec_event(), exec_event(), sc("execve", "exit", ret=0)])
+    assert [r for r, _ in codes(twice)] == [2]
+    after_other = build([*call("read", 1), exec_event(), *call("execve", 0)])
+    assert [r for r, _ in codes(after_other)] == [2]
+    # A trace boundary (the call entered before tracing), another thread's call in between,
+    # and a non-leader thread's exec (entered on tid 2, the event on the leader's tid 1).
+    assert codes(build([exec_event(), sc("execve", "exit", ret=0), *call("execve", 0)])) == []
+    assert codes(build([sc("execve", "entry"), *call("read", 1, tid=2), exec_event(),
+                        sc("execve", "exit", ret=0)])) == []
+    assert codes(build([sc("execve", "entry", tid=2), exec_event(tid=1, old_tid=2)])) == []
+    # A recording that traces exec events but not the execve syscall is not judged.
+    assert codes(build([*call("read", 1), exec_event()])) == []
+
+
 def test_repair_inserts_missing_halves_and_relabels_mismatches():
     rows = [sc("read", "entry"), sc("write", "entry"), sc("write", "exit", ret=1),
             *call("getpid", 1), sc("close", "exit", ret=0),

@@ -27,7 +27,7 @@ from tracesynth.constraints.rules import select_rules
 from tracesynth.constraints.rules.retvals import ret_ok
 from tracesynth.constraints.view import ENTRY, EXIT, GENERIC, is_generic_name, parse_syscall
 
-_F_SWITCH, _F_THREAD_END, _F_NO_EXIT, _F_SERIAL = 1, 2, 4, 8
+_F_SWITCH, _F_THREAD_END, _F_NO_EXIT, _F_SERIAL, _F_EXEC, _F_EXEC_CALL = 1, 2, 4, 8, 16, 32
 
 
 class ConstraintGuide:
@@ -80,6 +80,10 @@ class ConstraintGuide:
                 flags |= _F_NO_EXIT
             if kind and syscall in self.serial:
                 flags |= _F_SERIAL
+            if name == "sched_process_exec":
+                flags |= _F_EXEC
+            if kind == ENTRY and syscall in sc.EXEC:
+                flags |= _F_EXEC_CALL
             self._flags.append(flags)
             self._tables = None
         return code
@@ -150,6 +154,7 @@ class ConstraintGuide:
             if "syscall-pairing" in self.rules:
                 bad[b[_unpaired(a, b, kind, scid, flags, has_ret)]] = True
                 bad |= known & (kind == ENTRY) & has_ret
+                bad |= _exec_outside(pos, known, kind, flags, tid)
         if self.serial and "syscall-pairing" in self.rules and not thread.any():
             # No thread ids: the serial syscalls' events, in window order, pair up as one
             # thread's would. An undecided position could still become the missing half, so a
@@ -228,6 +233,27 @@ def _unpaired(a, b, kind, scid, flags, has_ret) -> np.ndarray:
     wrong |= ((ka == EXIT) | no_exit) & (kb == EXIT) & ~closes
     wrong |= (ka == ENTRY) & (kb == EXIT) & ~closes & ~no_exit
     return wrong
+
+
+def _exec_outside(pos, known, kind, flags, tid) -> np.ndarray:
+    """Decided sched_process_exec events whose thread's previous decided syscall-or-exec event
+    is not an execve/execveat entry (the checker's rule, rules/syscalls.py). Judged only in a
+    window that holds a decided exec call's entry (a model of a recording without the execve
+    syscall has none) and only where nothing undecided that could belong to the thread lies
+    between."""
+    out = np.zeros(len(known), bool)
+    execs = known & ((flags & _F_EXEC) > 0)
+    if not execs.any() or not (known & ((flags & _F_EXEC_CALL) > 0)).any():
+        return out
+    member = (tid != -1) & ((known & ((kind > 0) | execs)) | ~known)
+    anywild = (tid == -1) & (~known | (kind > 0) | execs)
+    prev, ok = _pairs(pos, tid, member, anywild)
+    b = np.flatnonzero(execs & ok)
+    a = prev[b]
+    b = b[known[a]]
+    a = prev[b]
+    out[b[((flags[a] & _F_EXEC_CALL) == 0) | ((flags[a] & _F_EXEC) > 0)]] = True
+    return out
 
 
 def _rets(values, n):

@@ -4,6 +4,14 @@ the pending entry of the same name, entries carry no return value and exits do.
 rt_sigreturn may have no exit event (it restores orig_ax = -1, so the exit tracepoint does
 not know the call): after its entry the thread may enter the next syscall.
 
+A process image is replaced inside the execve/execveat call that asked for it: the kernel
+emits sched_process_exec between that call's entry and its exit, on the calling thread, once.
+So an exec event whose thread's previous syscall event is not an execve/execveat entry (a
+second exec in one call, or one after the call returned) breaks the pairing too. The calling
+thread is the event's old_tid where it records one (a non-leader thread's exec takes the
+leader's tid). Judged only in traces that record execve/execveat at all (a recording may trace
+exec events without those syscalls).
+
 Trace boundaries are not violations: a thread's first syscall event may be an exit (the entry
 happened before tracing started) and an entry may stay pending at the end. A thread created in
 the trace starts by returning from clone/fork (the child's half of the call), so its first
@@ -18,7 +26,7 @@ from tracesynth.constraints import syscall_table as sc
 from tracesynth.constraints.rules.base import Edit, Findings, Rule
 from tracesynth.constraints.view import ENTRY, EXIT, GENERIC, TraceView, thread_keys
 
-IN_FLIGHT, MISMATCH, ORPHAN, ENTRY_RET, CHILD_START, AFTER_END, EXIT_NO_RET = 1, 2, 3, 4, 5, 6, 7
+IN_FLIGHT, MISMATCH, ORPHAN, ENTRY_RET, CHILD_START, AFTER_END, EXIT_NO_RET, EXEC_OUTSIDE = 1, 2, 3, 4, 5, 6, 7, 8
 REASONS = {
     IN_FLIGHT: "syscall entry while another syscall of this thread is in flight",
     MISMATCH: "syscall exit does not match the pending entry's name",
@@ -27,6 +35,7 @@ REASONS = {
     CHILD_START: "a new thread's first syscall event is not its return from clone/fork",
     AFTER_END: "syscall after the thread entered exit/exit_group",
     EXIT_NO_RET: "syscall exit without a return value",
+    EXEC_OUTSIDE: "sched_process_exec outside an execve call of its thread (or a second one in the call)",
 }
 
 
@@ -103,6 +112,35 @@ def pairing(view: TraceView):
     return view.memo("pairing", compute)
 
 
+def execs_outside(view: TraceView) -> np.ndarray:
+    """Rows of sched_process_exec events not inside an execve/execveat call of their thread:
+    the thread's previous syscall-or-exec event is not an exec call's entry. A thread's first
+    such event is a trace boundary (the call began before tracing), never a violation."""
+    execs = view.rows_of("sched_process_exec")
+    calls = view.syscall_rows(sc.EXEC)
+    if not len(execs) or not len(calls):
+        return np.zeros(0, np.int64)
+    caller = view.tid[execs].astype(np.int64)
+    rows, _, before = view.exec_tids()
+    at = np.searchsorted(execs, rows)
+    caller[at] = before
+    syscalls = np.flatnonzero((view.kind > 0) & (view.tid >= 0))
+    keep = caller >= 0
+    execs, caller = execs[keep], caller[keep]
+    every = np.concatenate([syscalls, execs])
+    tids = np.concatenate([view.tid[syscalls].astype(np.int64), caller])
+    order = np.lexsort((every, tids))
+    every, tids = every[order], tids[order]
+    is_exec = np.zeros(view.n, bool)
+    is_exec[execs] = True
+    entered = np.zeros(view.n, bool)
+    entered[calls[view.kind[calls] == ENTRY]] = True
+    i = np.flatnonzero(is_exec[every][1:]) + 1  # an exec with an event before it in the order
+    prev = every[i - 1]
+    inside = (tids[i - 1] != tids[i]) | (entered[prev] & ~is_exec[prev])
+    return np.sort(every[i][~inside])
+
+
 class SyscallPairing(Rule):
     name = "syscall-pairing"
     explanation = "one syscall in flight per thread; an exit closes the pending entry of the same name"
@@ -138,7 +176,7 @@ class SyscallPairing(Rule):
         f = rows[first]
         child_start = f[(life[first] > 0) & (kind[f] == EXIT) & ~child[scid[f]]]
         parts = [(b[after_end], AFTER_END), (b[in_flight], IN_FLIGHT), (b[mismatch], MISMATCH),
-                 (b[orphan], ORPHAN), (child_start, CHILD_START)]
+                 (b[orphan], ORPHAN), (child_start, CHILD_START), (execs_outside(view), EXEC_OUTSIDE)]
         if view.has_ret:
             parts.append((np.flatnonzero((kind == ENTRY) & view.ret_valid), ENTRY_RET))
             # A thread's last syscall may be one it never returned from (killed, exit_group).
@@ -157,7 +195,7 @@ class SyscallPairing(Rule):
         for row, code in zip(found.rows.tolist(), found.codes.tolist()):
             event = view.ev_names[view.ev_code[row]]
             name = view.syscall_names[view.scid[row]]
-            if code in (AFTER_END, CHILD_START) or (code == ORPHAN and view.scid_generic[view.scid[row]]):
+            if code in (AFTER_END, CHILD_START, EXEC_OUTSIDE) or (code == ORPHAN and view.scid_generic[view.scid[row]]):
                 edits.append(Edit("drop", row, self.name, view.row_info(row)))
             elif code == IN_FLIGHT:
                 a = int(prev_of[row])
