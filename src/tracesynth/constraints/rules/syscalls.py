@@ -143,7 +143,8 @@ def execs_outside(view: TraceView) -> np.ndarray:
 
 class SyscallPairing(Rule):
     name = "syscall-pairing"
-    explanation = "one syscall in flight per thread; an exit closes the pending entry of the same name"
+    explanation = ("one syscall in flight per thread; an exit closes the pending entry of the same name; "
+                   "exec happens inside an execve")
     channels = ("event", "tid")
 
     def unmet_precondition(self, view):
