@@ -170,6 +170,31 @@ def test_generate_says_what_the_cadence_scaffold_found(trained, tmp_path, capsys
         assert "events in training, here " in line, line
 
 
+def test_generate_start_anchor_begins_with_the_training_start_up_and_says_so(trained, tmp_path, capsys):
+    data, model = trained
+    real = tracesynth.load(data).to_pandas()
+    capsys.readouterr()
+    notes = {}
+    for flags in ((), ("--start-anchor", "24"), ("--start-anchor", "100"), ("--start-anchor", "0")):
+        out = tmp_path / f"a{''.join(flags[1:])}.parquet"
+        assert main(["generate", str(model), "-n", "300", "--steps", "2", "--seed", "3", "--constraints", "none",
+                     *flags, "-o", str(out)]) == 0
+        notes[flags[1:]] = next(x for x in capsys.readouterr().err.splitlines() if x.startswith("start-up anchor: "))
+        frame = tracesynth.load(out).to_pandas()
+        if flags[1:] == ("24",):  # every channel of a full model: event types, CPUs, process names
+            for column in ("event", "cpu", "procname"):
+                assert frame[column].tolist()[:24] == real[column].tolist()[:24], column
+            assert frame["event"].tolist()[24:] != real["event"].tolist()[24:300]
+    assert notes[()] == notes[("0",)] == ("start-up anchor: off (--start-anchor N begins the trace with a training "
+                                          "run's first N events)")
+    assert notes[("24",)] == ("start-up anchor: the first 24 events are training run 1 of 1's (event types and "
+                              "classes; times and thread ids drawn)")
+    assert notes[("100",)].startswith("start-up anchor: the first 32 events ")  # half the 64-event window at most
+    assert main(["generate", str(model), "-n", "30", "--start-anchor", "-2", "-o", str(tmp_path / "x.parquet")]) == 2
+    assert "--start-anchor must be >= 0, got -2" in capsys.readouterr().err
+    assert not (tmp_path / "x.parquet").exists()
+
+
 def test_generate_ngram_weight_uses_the_saved_counts_and_says_so(trained, tmp_path, capsys):
     from tracesynth.model.checkpoint import load_model
 

@@ -31,6 +31,7 @@ def test_a_model_is_described_without_loading_it_and_an_old_one_says_what_it_lac
     assert f"best {s.best[1]:.3f} at step 4" in rows["loss (nats/event)"]
     assert s.ema == 0.99 and rows["weights"] == "moving average over training, decay 0.99 (about the last 100 steps)"
     assert rows["training traces"].startswith("toy 960 events, ")
+    assert "training start-ups (start-up anchor)" in s.tables and "n-gram counts (sampling prior)" in s.tables
     # A model saved before the device, the fingerprints and the best were kept.
     state = json.loads((tmp_path / "m" / "state.json").read_text())
     for key in ("device", "data", "best_step", "best_val_loss", "stopped_early"):

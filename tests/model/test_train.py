@@ -56,8 +56,8 @@ def test_checkpoint_is_safetensors_and_json_and_round_trips(tmp_path):
     model, encoder, state = train([periodic_trace()], tmp_path / "m", channels="full", model_config=mc, train_config=tc)
     files = sorted(p.name for p in (tmp_path / "m").iterdir())
     assert files == ["cadence.safetensors", "config.json", "copies.safetensors", "encoder.json", "model.safetensors",
-                     "ngrams.safetensors", "optimizer.safetensors", "state.json", "support.safetensors",
-                     "training.safetensors"]
+                     "ngrams.safetensors", "optimizer.safetensors", "startups.safetensors", "state.json",
+                     "support.safetensors", "training.safetensors"]
     assert not list(tmp_path.glob(".tracesynth-tmp-*"))  # nothing half-written left behind
     assert json.loads((tmp_path / "m" / "state.json").read_text())["step"] == 4
     assert state.val_loss and state.val_loss[-1][0] == 4
@@ -236,7 +236,8 @@ def test_keep_best_keeps_the_weights_of_the_lowest_validation_loss(tmp_path):
     best = tmp_path / "m" / "best"
     assert sorted(p.name for p in best.iterdir()) == ["cadence.safetensors", "config.json", "copies.safetensors",
                                                       "encoder.json", "model.safetensors", "ngrams.safetensors",
-                                                      "state.json", "support.safetensors"]  # no optimizer
+                                                      "startups.safetensors", "state.json",
+                                                      "support.safetensors"]  # no optimizer
     assert _same(load_file(str(best / "model.safetensors")), at_checkpoint[4])
     assert not _same(load_file(str(best / "model.safetensors")), at_checkpoint[24])
     loaded, enc2, _, best_state = load_model(best)

@@ -103,3 +103,63 @@ def test_start_steps_draw_the_first_window_only(toy, monkeypatch):
     assert same.equals(generate(model, encoder, 100, "toy", steps=4, seed=1).to_pandas())
     with pytest.raises(ConfigError, match="at least 1"):
         generate(model, encoder, 10, "toy", steps=4, start_steps=0)
+
+
+def test_start_anchor_takes_the_first_events_from_a_training_run(toy, monkeypatch):
+    """`start_anchor=K`: the trace's first K events are the K first of the training run the seed
+    picks (known events of its first window, still the trace's start: offset 0), the model draws
+    the rest; gaps are drawn within the anchored gap classes. Off (0), with a prefix to continue,
+    or for a model without the table, nothing changes."""
+    import copy
+
+    import tracesynth.sampling.pipeline as pipeline
+    from tracesynth.encoding.startups import StartupTable
+
+    model, encoder = toy
+    # two "runs" whose start-ups are not the toy's cycle: every event in reverse order, and the poll pair first
+    order = {"reverse": CYCLE[::-1] * 4, "polls": (CYCLE[3:] + CYCLE[:3]) * 4}
+    runs = []
+    for name, events in order.items():
+        trace = Trace.from_pydict({"ts": np.cumsum([GAPS[CYCLE.index(e)] for e in events]).tolist(), "event": events},
+                                  TraceMeta(workload="toy"))
+        runs.append(("toy", encoder.startup_codes(trace)))
+    anchored = copy.copy(encoder)
+    anchored.startups = StartupTable.fit(runs)
+    calls = []
+    plain = pipeline.sample_window
+
+    def recording(model, known, known_mask, *args, **kwargs):
+        calls.append((kwargs["offset"], int(known_mask["event"].sum())))
+        return plain(model, known, known_mask, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "sample_window", recording)
+    for seed, events in ((0, order["reverse"]), (1, order["polls"]), (2, order["reverse"])):
+        calls.clear()
+        trace = generate(model, anchored, 60, "toy", steps=4, seed=seed, start_anchor=12)
+        frame = trace.to_pandas()
+        assert len(trace) == 60 and frame["event"].tolist()[:12] == events[:12]
+        assert calls[0] == (0, 12) and trace.meta.extra["start_anchor"] == 12
+        assert len(calls) > 1 and all(offset > 0 for offset, _ in calls[1:])  # later windows continue
+        gaps = np.diff(frame["ts"].to_numpy())[:11]
+        want = np.array([GAPS[CYCLE.index(e)] for e in events[1:12]])
+        assert (np.abs(np.log2(gaps) - np.log2(want)) < 0.5).all()  # within the gap class
+        # the model goes on from the anchor: what it draws next is the toy's cycle again
+        drawn = frame["event"].tolist()[12:]
+        assert sum(drawn[i + 1] == CYCLE[(CYCLE.index(drawn[i]) + 1) % 5] for i in range(len(drawn) - 1)) >= 0.9 * (len(drawn) - 1)
+    assert generate(model, anchored, 60, "toy", steps=4, seed=3, start_anchor=12).to_pandas().equals(
+        generate(model, anchored, 60, "toy", steps=4, seed=3, start_anchor=12).to_pandas())
+    # at most half a window, and never more than asked for
+    assert generate(model, anchored, 60, "toy", steps=4, seed=0, start_anchor=40).meta.extra["start_anchor"] == WINDOW // 2
+    short = generate(model, anchored, 5, "toy", steps=4, seed=1, start_anchor=12).to_pandas()["event"].tolist()
+    assert short == order["polls"][:5]
+    # off, or continuing a trace, or a model saved without the table: the plain sampler's trace
+    same = generate(model, encoder, 60, "toy", steps=4, seed=5).to_pandas()
+    assert generate(model, anchored, 60, "toy", steps=4, seed=5, start_anchor=0).to_pandas().equals(same)
+    bare = copy.copy(encoder)
+    bare.startups = None
+    assert generate(model, bare, 60, "toy", steps=4, seed=5, start_anchor=12).to_pandas().equals(same)
+    prefix = Trace.from_pydict({"ts": [1, 2], "event": CYCLE[:2]}, TraceMeta(workload="toy"))
+    cont = generate(model, anchored, 30, "toy", steps=4, seed=5, start_anchor=12, prefix=prefix)
+    assert cont.meta.extra["start_anchor"] == 0
+    with pytest.raises(ConfigError, match="start anchor"):
+        generate(model, anchored, 10, "toy", start_anchor=-1)

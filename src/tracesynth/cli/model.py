@@ -181,6 +181,9 @@ def generate(
     start_steps: int = typer.Option(None, "--start-steps",
                                     help="Denoising steps of the trace's first window, the one with its "
                                          "start-up (default: the model's; none set: --steps)."),
+    start_anchor: int = typer.Option(None, "--start-anchor",
+                                     help="Take the trace's first N events from a training run's start-up "
+                                          "(the seed picks the run; 0 = off; default: the model's)."),
     seed: int = typer.Option(0, "--seed", help="Seed: same seed, same trace on CPU."),
     guidance_scale: float = typer.Option(1.0, "--guidance-scale", help="Classifier-free guidance (1 = off)."),
     corrector_steps: int = typer.Option(0, "--corrector-steps",
@@ -269,6 +272,7 @@ def generate(
         ("--ngram-rounds", ngram_rounds, "ngram_rounds", 1, False),
         ("--prior-from", prior_from, "prior_from", 0, False),
         ("--start-steps", start_steps, "start_steps", 1, False),
+        ("--start-anchor", start_anchor, "start_anchor", 0, False),
     )
     for flag, value, _, least, strict in overrides:
         if value is not None and (value <= least if strict else value < least):
@@ -325,6 +329,7 @@ def generate(
     console_err.print(f"network precision: {trace.meta.extra.get('precision', 'fp32')} (--precision {gen.precision})",
                       highlight=False)
     console_err.print(_ngram_note(gen, workload), highlight=False, soft_wrap=True)
+    console_err.print(_anchor_note(gen, trace, workload, seed), highlight=False, soft_wrap=True)
     console_err.print(_cadence_note(gen, codes, workload), highlight=False, soft_wrap=True)
     console_err.print(_repeats_note(gen, codes, workload), highlight=False, soft_wrap=True)
     console_err.print(_support_note(gen, codes, workload), highlight=False, soft_wrap=True)
@@ -344,6 +349,19 @@ def _ngram_note(gen, workload: str) -> str:
     where = f", from event {gen.prior_from} of the trace on" if gen.prior_from else ""
     return (f"n-gram prior: weight {gen.ngram_weight:g}, {gen.ngram_rounds} parts a step (training runs' "
             f"events next to up to {ngrams.k} decided ones on each side{where})")
+
+
+def _anchor_note(gen, trace, workload: str, seed: int) -> str:
+    """One line on the start-up anchor: whose start-up the trace begins with, or why none."""
+    table = gen.encoder_.startups
+    if not gen.start_anchor:
+        return "start-up anchor: off (--start-anchor N begins the trace with a training run's first N events)"
+    if table is None or not table.knows(workload):
+        return "start-up anchor: off (model saved without its training start-ups)"
+    taken = trace.meta.extra.get("start_anchor", 0)
+    runs = len(table.runs[workload])
+    return (f"start-up anchor: the first {taken:,} events are training run {seed % runs + 1} of {runs}'s "
+            "(event types and classes; times and thread ids drawn)")
 
 
 def _cadence_note(gen, codes, workload: str) -> str:

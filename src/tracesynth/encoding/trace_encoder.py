@@ -24,6 +24,7 @@ from tracesynth.encoding.cadence import CadenceTable
 from tracesynth.encoding.copies import SpanTable
 from tracesynth.encoding.ngrams import K as NGRAM_ORDER, MAX_ORDER as MAX_NGRAM_ORDER, EventNGrams
 from tracesynth.encoding.serial import serial_syscalls
+from tracesynth.encoding.startups import STARTUP_EVENTS, StartupTable
 from tracesynth.encoding.support import EventSupport
 from tracesynth.encoding.tid import TidAllocator, TidEncoder
 from tracesynth.errors import ConfigError
@@ -77,6 +78,9 @@ class TraceEncoder:
         # Per workload, the events that recur at a steady gap in training (the sampler's cadence
         # scaffold); saved in cadence.safetensors, None for older models.
         self.cadence: CadenceTable | None = None
+        # Per workload, each training run's first events as codes (the sampler's start-up
+        # anchor); saved in startups.safetensors, None for older models.
+        self.startups: StartupTable | None = None
         # Per workload, the syscalls its training runs never overlap (encoding/serial.py): what
         # guides a trace without thread ids on a multi-threaded workload. Empty for older models.
         self.serial: dict[str, list[str]] = {}
@@ -114,7 +118,16 @@ class TraceEncoder:
                 self.repeat_shares.setdefault(w, []).append(round(share, 4))
         self.ngrams = EventNGrams.fit(codes, self.event.vocab_size, k=self.ngram_order)
         self.cadence = CadenceTable.fit(codes)
+        self.startups = StartupTable.fit((t.meta.workload or "default", self.startup_codes(t)) for t in traces)
         return self
+
+    def startup_codes(self, trace: Trace) -> dict[str, np.ndarray]:
+        """The codes of `trace`'s first `STARTUP_EVENTS` events as a trace's first window holds
+        them (thread ids as slots): what the start-up table keeps of a training run."""
+        codes = self.encode(trace.slice(0, STARTUP_EVENTS))
+        if "tid" in codes:
+            codes["tid"] = self.tid.slot_window(codes["tid"])[0]
+        return codes
 
     @property
     def single_syscall_thread(self) -> bool:

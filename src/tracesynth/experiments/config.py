@@ -122,6 +122,7 @@ class TraceSynthSettings:
     prefix_fraction: float | None = None  # share of a continuation window given by the previous one (None: 0.25)
     cadence: bool | str | None = None  # the cadence scaffold: true, false or auto (None: the default, auto)
     start_steps: int | None = None  # denoising steps of a trace's first window (None: the default)
+    start_anchor: int | None = None  # a trace's first events from a training run's start-up (None: default; 0: off)
 
 
 @dataclass
@@ -349,6 +350,8 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
         _fail(source, "tracesynth.prefix_fraction", f"must be in [0, 1), got {ts.prefix_fraction}")
     if ts.start_steps is not None and ts.start_steps < 1:
         _fail(source, "tracesynth.start_steps", f"must be at least 1, got {ts.start_steps}")
+    if ts.start_anchor is not None and ts.start_anchor < 0:
+        _fail(source, "tracesynth.start_anchor", f"must be 0 (off) or a number of events, got {ts.start_anchor}")
     if isinstance(ts.cadence, str) and ts.cadence != "auto":
         _fail(source, "tracesynth.cadence", f"expected true, false or auto, got {ts.cadence!r}")
     if ts.guide_rounds is not None and ts.guide_rounds < 0:

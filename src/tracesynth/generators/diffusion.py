@@ -100,6 +100,8 @@ SAMPLE_PRECISION = "fp32"
 CADENCE = "auto"
 # Denoising steps of a trace's first window (None: `sample_steps`, as every other window).
 START_STEPS = None
+# A trace's first events taken from a training run's start-up (encoding/startups.py; 0: off).
+START_ANCHOR = 0
 
 
 def constraint_tools(mode: str, single_thread: bool = False, serial=()):
@@ -151,7 +153,8 @@ class TraceSynth(Generator):
                  precision: str = SAMPLE_PRECISION, train_precision: str = TRAIN_PRECISION,
                  ngram_order: int = NGRAM_ORDER, self_condition: bool | None = None, keep_best: bool = False,
                  ema: float = EMA, val_fraction: float = VAL_FRACTION, start_rate_end: float | None = None,
-                 cadence: bool | str = CADENCE, start_steps: int | None = START_STEPS):
+                 cadence: bool | str = CADENCE, start_steps: int | None = START_STEPS,
+                 start_anchor: int = START_ANCHOR):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -192,6 +195,7 @@ class TraceSynth(Generator):
         self.val_fraction = val_fraction  # training: share of each trace's end held out (0: train on all)
         self.cadence = cadence  # sampling: the cadence scaffold (True, False or "auto")
         self.start_steps = start_steps  # sampling: steps of a trace's first window (None: sample_steps)
+        self.start_anchor = start_anchor  # sampling: first events from a training run's start-up (0: off)
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
@@ -199,7 +203,7 @@ class TraceSynth(Generator):
                 "corrector_steps", "start_temperature", "start_rate", "start_rate_end", "phase_events", "spread",
                 "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds", "ngram_weight",
                 "ngram_rounds", "prior_from", "precision", "train_precision", "ngram_order", "self_condition",
-                "keep_best", "ema", "val_fraction", "cadence", "start_steps")
+                "keep_best", "ema", "val_fraction", "cadence", "start_steps", "start_anchor")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -279,7 +283,8 @@ class TraceSynth(Generator):
                          guide_rounds=self.guide_rounds, ngram_weight=self.ngram_weight,
                          ngram_rounds=self.ngram_rounds, prior_from=self.prior_from,
                          precision=self.precision,
-                         self_condition=self.self_condition is not False, cadence=self.cadence)
+                         self_condition=self.self_condition is not False, cadence=self.cadence,
+                         start_anchor=self.start_anchor)
         if single_thread:  # so `check` (and the evaluation's validity) read it as one thread too
             trace.meta.extra["threads"] = 1
         return trace, repair

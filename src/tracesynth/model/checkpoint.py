@@ -7,6 +7,7 @@
     copies.safetensors     their event 256-grams and branch points (encoding.copies), if fitted
     ngrams.safetensors     their event n-gram counts, both directions (encoding.ngrams), if fitted
     cadence.safetensors    their steady rhythms' gaps (encoding.cadence), if fitted
+    startups.safetensors   each training run's first events as codes (encoding.startups), if fitted
     optimizer.safetensors  AdamW moments (only while training can resume)
     training.safetensors   the weights the optimizer updates, where model.safetensors holds their
                            moving average (only while training can resume)
@@ -34,6 +35,7 @@ from safetensors.torch import load_file, save_file
 
 from tracesynth.encoding.copies import SpanTable
 from tracesynth.encoding.cadence import CadenceTable
+from tracesynth.encoding.startups import StartupTable
 from tracesynth.encoding.ngrams import EventNGrams
 from tracesynth.encoding.support import EventSupport
 from tracesynth.encoding.trace_encoder import TraceEncoder
@@ -79,6 +81,8 @@ def save_checkpoint(directory: str | Path, model: Denoiser, encoder: TraceEncode
             save_arrays(encoder.ngrams.to_arrays(), str(tmp / "ngrams.safetensors"))
         if encoder.cadence is not None:
             save_arrays(encoder.cadence.to_arrays(), str(tmp / "cadence.safetensors"))
+        if encoder.startups is not None:
+            save_arrays(encoder.startups.to_arrays(), str(tmp / "startups.safetensors"))
         full_state = dict(state or {})
         if optimizer is not None:
             tensors, groups = _optimizer_tensors(optimizer)
@@ -177,7 +181,8 @@ def load_model(directory: str | Path, device: str | torch.device = "cpu"
     for name, attribute, table in (("support.safetensors", "support", EventSupport),
                                    ("copies.safetensors", "copies", SpanTable),
                                    ("ngrams.safetensors", "ngrams", EventNGrams),
-                                   ("cadence.safetensors", "cadence", CadenceTable)):
+                                   ("cadence.safetensors", "cadence", CadenceTable),
+                                   ("startups.safetensors", "startups", StartupTable)):
         path = directory / name
         if path.exists():
             arrays = _tensors(path, load_arrays)

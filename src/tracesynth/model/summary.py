@@ -16,7 +16,9 @@ from tracesynth.model.checkpoint import BEST, is_model_dir, read_model_info, res
 
 TABLES = {"support.safetensors": "8-gram support (support corrector)",
           "copies.safetensors": "256-gram spans (copy guard)",
-          "ngrams.safetensors": "n-gram counts (sampling prior)"}
+          "ngrams.safetensors": "n-gram counts (sampling prior)",
+          "cadence.safetensors": "steady rhythms (cadence scaffold)",
+          "startups.safetensors": "training start-ups (start-up anchor)"}
 
 
 @dataclass

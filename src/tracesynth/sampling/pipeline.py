@@ -60,6 +60,7 @@ def generate(
     precision: str = "fp32",
     self_condition: bool = True,
     cadence: bool | str = False,
+    start_anchor: int = 0,
 ) -> Trace:
     """Generate `n_events` canonical events for `workload` (deterministic in `seed` on CPU);
     with `prefix`, they continue that trace (its last events condition the first window).
@@ -80,7 +81,11 @@ def generate(
     `cadence`: the workload's steady rhythms from training (`encoding.cadence`) are placed by
     the cadence scaffold (`sampling.cadence_scaffold`; a model saved without the table, or a
     workload without such a rhythm: no-op); a window in which the model starts a rhythm is
-    drawn a second time with it. "auto": only the rhythms with closers (`scaffolded`)."""
+    drawn a second time with it. "auto": only the rhythms with closers (`scaffolded`).
+    `start_anchor` K > 0: the trace's first K events are a training run's first K (the model's
+    start-up table, `encoding.startups`; the seed picks the run), known events of the first
+    window that the model draws the rest around, decoded like drawn ones (a model saved without
+    the table, or a trace continuing `prefix`: no-op)."""
     if workload not in encoder.workloads:
         raise ConfigError(f"unknown workload {workload!r}; the model knows: {', '.join(encoder.workloads)}")
     try:
@@ -91,6 +96,8 @@ def generate(
         raise ConfigError("prefix fraction must be in [0, 1)")
     if steps < 1 or (start_steps is not None and start_steps < 1):
         raise ConfigError("denoising steps must be at least 1")
+    if start_anchor < 0:
+        raise ConfigError(f"start anchor must be 0 (off) or a number of events, got {start_anchor}")
     r = model.config.downsample
     window = context or model.config.context
     window = max(r, window - window % r)
@@ -115,6 +122,13 @@ def generate(
     scaffold = None
     if rhythms and "event" in channels:
         scaffold = CadenceScaffold(rhythms, seed)
+    # The start-up anchor: a training run's first events as the first window's known start.
+    anchor = None
+    if (start_anchor and (prefix is None or not len(prefix)) and encoder.startups is not None
+            and encoder.startups.knows(workload)):
+        anchor = encoder.startups.pick(workload, seed, min(start_anchor, n_events, window // 2))
+        if scaffold is not None:
+            scaffold.observe(Plan(), anchor["event"], 0, 0)
     parts: list[dict[str, np.ndarray]] = []
     produced = 0
     prev_codes: dict[str, np.ndarray] | None = None
@@ -138,7 +152,13 @@ def generate(
             known_mask = {ch: np.zeros(window, dtype=bool) for ch in channels}
             slot_tids = np.full(encoder.tid.slots, -1, dtype=np.int64)
             start = 0
-            if prev_codes is not None and n_prefix:
+            lead = 0  # known events at the window's start that are new to the trace (the anchor)
+            if anchor is not None and not parts:
+                start = lead = len(anchor["event"])
+                for ch in channels:
+                    known[ch][:start] = anchor[ch]
+                    known_mask[ch][:start] = True
+            elif prev_codes is not None and n_prefix:
                 start = min(n_prefix, len(prev_codes["event"]))
                 for ch in channels:
                     known[ch][:start] = prev_codes[ch][-start:]
@@ -150,7 +170,7 @@ def generate(
                 return encoder.partial(codes, decided, slot_tids)
 
             # Index in the trace of the window's first event (its known prefix included).
-            offset = produced - start + (len(prefix) if prefix is not None else 0)
+            offset = produced - start + lead + (len(prefix) if prefix is not None else 0)
             if guide is not None and callable(getattr(guide, "begin_window", None)):
                 # What the guide can no longer see: the events before this window since the last one.
                 if not parts:
@@ -207,8 +227,9 @@ def generate(
                     codes = draw(plan, codes, index, put) if (index < 0).any() else {
                         ch: v[index] for ch, v in codes.items()}
                 scaffold.observe(plan, codes["event"], offset, start)
-            cols = decoder.decode_window(codes, start, slot_tids.copy())
-            take = min(n_events - produced, window - start)
+            emit = start - lead  # the window's first new event
+            cols = decoder.decode_window(codes, emit, slot_tids.copy())
+            take = min(n_events - produced, window - emit)
             parts.append({k: v[:take] for k, v in cols.items()})
             produced += take
             if on_progress:
@@ -216,13 +237,14 @@ def generate(
             prev_codes = codes
             window_tids = np.full(window, -1, dtype=np.int64)
             if "tid" in channels:
-                window_tids[:start] = prev_tids[-start:] if start else window_tids[:0]
-                window_tids[start:] = cols["tid"]
+                window_tids[:emit] = prev_tids[-emit:] if emit else window_tids[:0]
+                window_tids[emit:] = cols["tid"]
             prev_tids = window_tids
     meta = TraceMeta(source_format="tracesynth", workload=workload,
                      n_cpus=encoder.n_cpus if "cpu" in channels else None,
                      extra={"generator": "tracesynth", "channels": list(channels), "steps": steps,
                             "seed": seed, "guidance_scale": guidance_scale, "precision": precision,
-                            "self_condition": model.self_cond is not None and self_condition})
+                            "self_condition": model.self_cond is not None and self_condition,
+                            "start_anchor": 0 if anchor is None else len(anchor["event"])})
     return columns_to_trace(parts, meta)
 
