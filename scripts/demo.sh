@@ -86,6 +86,13 @@ $TS evaluate --train "$W/run1.parquet" "$W/run2.parquet" --test "$W/run3.parquet
     --synthetic "$OUT/tracesynth-self-conditioned.parquet" -o "$OUT/report-self-conditioned" --quick --seeds 1 \
     | sed -n "/^$WORKLOAD: /,\$p"  # its one-line summary (the table: the report)
 
+step "7d. the same model, its trace beginning with a training run's start-up (--start-anchor 256, opt-in)"
+# The first 256 events are run 1's (seed 0; seed 1 takes run 2), in event types and gap classes;
+# the model draws the rest around them. Start-ups become exact; on average TSTR/TRTR does not
+# move (docs/model.md, "Start-up anchor"; step 10 compares the published runs).
+$TS generate "$OUT/model" -n 4096 --seed 0 --constraints guided --start-anchor 256 \
+    -o "$OUT/tracesynth-anchored.parquet" 2>&1 | grep -E '^(start-up anchor|4,096 events)'
+
 step "8. check both synthetic traces against kernel semantics; repair the Markov one"
 $TS check "$OUT/tracesynth.parquet" "$OUT/markov8.parquet" || true
 $TS repair "$OUT/markov8.parquet" -o "$OUT/markov8-repaired.parquet" --edits "$OUT/markov8-edits.jsonl"
@@ -110,6 +117,11 @@ $TS compare benchmarks/results/experiments-holdout-run1 benchmarks/results/exper
     -m tstr_trtr -m gen_events_per_s -o "$OUT/compare-start-steps.md" | grep -E '^\| (fileio|\*\*mean)'
 $TS compare benchmarks/results/experiments-holdout-run1 benchmarks/results/experiments-cadence-guard-run1 \
     -m tstr_trtr -m disc_512 -m copy_rate_256 -o "$OUT/compare-cadence.md" | grep -E '^\| (fileio|stream|scimark|pybench) '
+# The start-up anchor at training size on fileio's three folds: the worst fold gains, the start-up
+# edits go to 0 (docs/model.md, "Start-up anchor").
+$TS compare benchmarks/results/experiments-fileio-folds-matched-exec benchmarks/results/experiments-fileio-folds-matched-anchor \
+    --where generator=tracesynth -m tstr_trtr_matched -m startup_edits -o "$OUT/compare-start-anchor.md" \
+    | grep -E '^\| fileio'
 # One run's grid split in two: the same workloads and seeds at context 256 and 16384.
 $TS compare benchmarks/results/experiments-context-ngram --where-a context=256 --where-b context=16384 \
     -m tstr_trtr -m disc_2048 -o "$OUT/compare-context.md" >/dev/null

@@ -1,9 +1,10 @@
 """How each training run begins, per workload: the start-up anchor's table.
 
-Real runs of one command begin alike. Leave out the scheduler and interrupt events and the
-bundled runs of a workload make the same syscalls in the same order for their first 1,200-3,000
-events (stream's 124, build's 473: then threads or `make -j2` interleave); with them, the first
-256 events of two runs are 0-8 edits apart, all of them scheduler events. A sampled trace that
+Real runs of one command begin alike. Leave out the scheduler events and the bundled runs of a
+workload agree event for event through their first 3,000 events (fileio, scimark, tar, gzip) or
+most of them (sqlite 2,145 events, pybench 1,240; build 473 and stream 124, where `make -j2` and
+OpenMP threads interleave); with them, the first 256 events of two runs are 0-8 edits apart,
+all of them scheduler events. A sampled trace that
 drops or doubles a start-up call (fileio's loader `pread64` pairs, a second `execve`) loses
 what each such call is to a next-event classifier: a whole macro-F1 class. At 32,768 events
 that is one trace start among two training runs' worth of steady state; in a synthetic set of
