@@ -21,6 +21,7 @@ def test_each_training_run_begins_as_recorded(sqlite):
     encoder, runs = sqlite
     table = encoder.startups
     assert table.knows("sqlite") and not table.knows("gzip") and table.longest("sqlite") == STARTUP_EVENTS
+    assert [table.chosen("sqlite", seed) for seed in range(5)] == [0, 1, 0, 1, 0]  # the runs in turn
     for seed, run in ((0, runs[0]), (1, runs[1]), (2, runs[0]), (7, runs[1])):
         start = table.pick("sqlite", seed, 300)
         assert set(start) == set(encoder.channels) and all(len(v) == 300 for v in start.values())

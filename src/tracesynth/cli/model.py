@@ -359,8 +359,8 @@ def _anchor_note(gen, trace, workload: str, seed: int) -> str:
     if table is None or not table.knows(workload):
         return "start-up anchor: off (model saved without its training start-ups)"
     taken = trace.meta.extra.get("start_anchor", 0)
-    runs = len(table.runs[workload])
-    return (f"start-up anchor: the first {taken:,} events are training run {seed % runs + 1} of {runs}'s "
+    run = table.chosen(workload, seed) + 1
+    return (f"start-up anchor: the first {taken:,} events are training run {run} of {len(table.runs[workload])}'s "
             "(event types and classes; times and thread ids drawn)")
 
 

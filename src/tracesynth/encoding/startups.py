@@ -61,13 +61,17 @@ class StartupTable:
         """Events of the longest start-up kept for `workload` (0: none)."""
         return max((len(next(iter(r.values()))) for r in self.runs.get(workload, [])), default=0)
 
-    def pick(self, workload: str, seed: int, events: int) -> dict[str, np.ndarray]:
-        """The first `events` (at most) of the training run that `seed` picks: run `seed` modulo
-        the number of runs, so consecutive seeds take the runs in turn."""
+    def chosen(self, workload: str, seed: int) -> int:
+        """Index (in training order) of the run that `seed` picks: `seed` modulo the number of
+        runs, so consecutive seeds take the runs in turn."""
         runs = self.runs.get(workload)
         if not runs:
             raise KeyError(workload)
-        run = runs[seed % len(runs)]
+        return seed % len(runs)
+
+    def pick(self, workload: str, seed: int, events: int) -> dict[str, np.ndarray]:
+        """The first `events` (at most) of the training run that `seed` picks (`chosen`)."""
+        run = self.runs[workload][self.chosen(workload, seed)]
         return {ch: v[:events].copy() for ch, v in run.items()}
 
     def to_arrays(self) -> dict[str, np.ndarray]:
