@@ -57,10 +57,6 @@ class StartupTable:
     def knows(self, workload: str) -> bool:
         return bool(self.runs.get(workload))
 
-    def longest(self, workload: str) -> int:
-        """Events of the longest start-up kept for `workload` (0: none)."""
-        return max((len(next(iter(r.values()))) for r in self.runs.get(workload, [])), default=0)
-
     def chosen(self, workload: str, seed: int) -> int:
         """Index (in training order) of the run that `seed` picks: `seed` modulo the number of
         runs, so consecutive seeds take the runs in turn."""
