@@ -144,3 +144,27 @@ def test_next_event_tstr_is_the_report_s_tstr_on_the_same_traces(quick_report):
         next_event_tstr([train], [test], [synthetic], predictor="lstm")
     with pytest.raises(ConfigError, match="no synthetic traces given"):
         next_event_tstr([train], [test], [])
+
+
+def test_an_anchored_start_up_is_reported_as_such(quick_report):
+    """A trace whose generator took its start from a training run (`generate --start-anchor`)
+    says so beside its start-up edits: those are the anchor's, not the model's."""
+    import copy
+
+    from tracesynth.evaluation.report import startup_summary
+
+    per = quick_report["workloads"]["unit"]
+    assert per["fidelity"]["startup"]["synthetic"]["anchored"] == [0]  # a Markov trace: nothing anchored
+    line = startup_summary("unit", per)
+    assert line.startswith("unit: the first 256 events are ") and "anchored" not in line
+    train, test = chain_trace(12_000, seed=1), chain_trace(6000, seed=2)
+    head = train.slice(0, 256).events.replace_schema_metadata(None)
+    rest = Markov(order=2, random_state=0).fit([train]).sample(5744)
+    meta = copy.deepcopy(rest.meta)
+    meta.extra["start_anchor"] = 256
+    anchored = Trace(pa.concat_tables([head, rest.events.replace_schema_metadata(None)]), meta)
+    report = evaluate([train], [test], [anchored, rest], seeds=1, quick=True)
+    start = report["workloads"]["unit"]["fidelity"]["startup"]["synthetic"]
+    assert start["anchored"] == [256, 0] and start["edits"]["per_trace"][0] == 0
+    assert startup_summary("unit", report["workloads"]["unit"]).endswith(
+        "; anchored: 1 of 2 synthetic traces begin with up to 256 events of a training run's (`generate --start-anchor`)")

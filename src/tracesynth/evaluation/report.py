@@ -208,10 +208,13 @@ def startup_summary(name: str, per: dict) -> str | None:
     if not start or start["synthetic"]["edits"]["mean"] is None:
         return None
     syn, real = start["synthetic"], start["real_test"]
+    anchored = [n for n in syn.get("anchored") or [] if n]  # reports written before the anchor: none
+    taken = (f"; anchored: {len(anchored)} of {len(syn['anchored'])} synthetic traces begin with up to "
+             f"{max(anchored):,} events of a training run's (`generate --start-anchor`)") if anchored else ""
     return (f"{name}: the first {syn['events']} events are {_fmt(syn['edits']['mean'], 1)} edits from the "
             f"nearest training run's (held-out run: {_fmt(real['edits']['mean'], 1)}), with "
             f"{_fmt(syn['unseen_8grams']['mean'], 1)} 8-grams no training run has (held-out run: "
-            f"{_fmt(real['unseen_8grams']['mean'], 1)})")
+            f"{_fmt(real['unseen_8grams']['mean'], 1)}){taken}")
 
 
 def cadence_rows(per: dict) -> list[dict]:

@@ -300,6 +300,9 @@ def _evaluate(train, test, synthetic, *, seeds, quick, workload, on_step) -> dic
                                # how the traces begin, against the training runs' beginnings
                                "startup": {side: fidelity.startup(enc, enc_train, training_8grams=known)
                                            for side, enc in (("synthetic", enc_syn), ("real_test", enc_test))}}
+            # events a generator took from a training run's start on purpose (`generate --start-anchor`)
+            per["fidelity"]["startup"]["synthetic"]["anchored"] = [
+                int(t.meta.extra.get("start_anchor") or 0) for t in syn]
         step(f"{name}: long-range")
         with watch.section("long_range"):
             top, weights = longrange.top_events(enc_test)
