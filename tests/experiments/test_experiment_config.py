@@ -49,6 +49,7 @@ def _write(tmp_path, text: str) -> Path:
     ("tracesynth:\n  start_rate: 1.5\n", "tracesynth.start_rate", "in [0, 1]"),
     ("tracesynth:\n  spread: -1\n", "tracesynth.spread", "0 (off) or positive"),
     ("tracesynth:\n  tid_temperature: 0\n", "tracesynth.tid_temperature", "positive"),
+    ("tracesynth:\n  temperature: -0.5\n", "tracesynth.temperature", "positive"),
     ("tracesynth:\n  support_rounds: -1\n", "tracesynth.support_rounds", "0 (off) or positive"),
     ("tracesynth:\n  copy_rounds: -3\n", "tracesynth.copy_rounds", "0 (off) or positive"),
     ("tracesynth:\n  guide_rounds: -1\n", "tracesynth.guide_rounds", "0 (off) or positive"),

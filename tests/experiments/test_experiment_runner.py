@@ -145,13 +145,13 @@ def test_config_sampling_settings_apply_to_saved_models(finished_run):
     cell = next(c for c in enumerate_cells(config, ["stream"]) if c.generator == "tracesynth")
     never = lambda *a: pytest.fail("a saved model must not be retrained")  # noqa: E731
     saved, _, _ = _trained_tracesynth(config, cell, 2, None, out, never)
-    assert (saved.spread, saved.tid_temperature, saved.prefix_fraction) == (4, 0.5, 0.25)  # the model's own
-    for spread, tid_temperature, prefix, start in ((0, 1.0, 0.0, 1), (9, 0.3, 0.125, 64)):
+    assert (saved.spread, saved.tid_temperature, saved.prefix_fraction, saved.temperature) == (4, 0.5, 0.25, 1.0)
+    for spread, tid_temperature, prefix, start, temperature in ((0, 1.0, 0.0, 1, 0.8), (9, 0.3, 0.125, 64, 1.2)):
         config.tracesynth = replace(config.tracesynth, spread=spread, tid_temperature=tid_temperature,
-                                    prefix_fraction=prefix, start_steps=start)
+                                    prefix_fraction=prefix, start_steps=start, temperature=temperature)
         loaded, _, _ = _trained_tracesynth(config, cell, 2, None, out, never)
-        assert (loaded.spread, loaded.tid_temperature, loaded.prefix_fraction, loaded.start_steps) == (
-            spread, tid_temperature, prefix, start)
+        assert (loaded.spread, loaded.tid_temperature, loaded.prefix_fraction, loaded.start_steps,
+                loaded.temperature) == (spread, tid_temperature, prefix, start, temperature)
     assert saved.precision == "fp32"  # sampling precision: the default unless the config sets it
     config.tracesynth = replace(config.tracesynth, sample_precision="bf16", train_precision="fp32", ngram_order=5)
     loaded, _, _ = _trained_tracesynth(config, cell, 2, None, out, never)

@@ -109,6 +109,7 @@ class TraceSynthSettings:
     val_fraction: float | None = None  # share of each training run's end held out for validation (None: 0.1)
     phase_events: int | None = None  # events per trace-phase embedding block (None: the model's 1024; 0: none)
     # Sampling settings apply to loaded models too (a run reusing saved models samples with them):
+    temperature: float | None = None  # every draw after a trace's start-up (None: the sampler's default, 1)
     spread: int | None = None  # spread reveals, in events (None: the sampler's default; 0: off)
     tid_temperature: float | None = None  # thread-id channel's temperature (None: the sampler's default)
     support_rounds: int | None = None  # support corrector rounds (None: the sampler's default; 0: off)
@@ -342,6 +343,8 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
         _fail(source, "tracesynth.phase_events", f"must be 0 (no trace-phase embedding) or positive, got {ts.phase_events}")
     if ts.spread is not None and ts.spread < 0:
         _fail(source, "tracesynth.spread", f"must be 0 (off) or positive, got {ts.spread}")
+    if ts.temperature is not None and ts.temperature <= 0:
+        _fail(source, "tracesynth.temperature", f"must be positive, got {ts.temperature}")
     if ts.tid_temperature is not None and ts.tid_temperature <= 0:
         _fail(source, "tracesynth.tid_temperature", f"must be positive, got {ts.tid_temperature}")
     if ts.support_rounds is not None and ts.support_rounds < 0:
