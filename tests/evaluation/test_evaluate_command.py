@@ -80,4 +80,5 @@ def test_the_repeat_shares_say_when_self_conditioning_is_worth_a_try():
     assert "`train --self-condition` raises it" in repeats_advice(0.11, 0.38)      # pybench: it helped
     assert repeats_advice(0.42, 0.51) == repeats_advice(0.76, 0.93) == ""     # tar, stream: it did not
     assert "too regular" in repeats_advice(0.94, 0.67)                        # scimark: it hurt
+    assert "docs/tuning.md" in repeats_advice(0.32, 0.84) and "docs/tuning.md" in repeats_advice(0.94, 0.67)
     assert repeats_advice(0.01, 0.1) == repeats_advice(0.5, None) == ""       # real runs barely repeat

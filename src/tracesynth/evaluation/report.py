@@ -256,13 +256,14 @@ def repeats_advice(synthetic: float, real: float | None) -> str:
     "Self-conditioning"): where a plain model's sample repeats itself under half as much as real
     (sqlite 0.32 against 0.84, pybench 0.11 against 0.38) a self-conditioned model's windows were
     harder to tell from real; at four fifths of real's or more (stream, tar) it did not help, and
-    over real's (scimark) it made the sample more regular still. "" where there is nothing to say."""
+    over real's (scimark) it made the sample more regular still. docs/tuning.md has the other
+    settings measured against each reading. "" where there is nothing to say."""
     if real is None or synthetic is None or real < 0.2:
         return ""
     if synthetic < 0.5 * real:
-        return " (under half of real's: `train --self-condition` raises it, docs/model.md)"
+        return " (under half of real's: `train --self-condition` raises it; docs/tuning.md)"
     if synthetic > real + 0.1:
-        return " (more than real's: the sample is too regular; --self-condition would make it more so)"
+        return " (more than real's: the sample is too regular; --self-condition would make it more so; docs/tuning.md)"
     return ""
 
 
