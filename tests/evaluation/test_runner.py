@@ -146,6 +146,21 @@ def test_next_event_tstr_is_the_report_s_tstr_on_the_same_traces(quick_report):
         next_event_tstr([train], [test], [])
 
 
+def test_copying_more_than_the_holdout_is_named_with_what_lowers_it(quick_report):
+    """A synthetic trace that is a training run's copy is flagged, and the summary line says so
+    and names the setting measured to copy less; a Markov trace is not flagged: no line."""
+    from tracesynth.evaluation.report import privacy_summary
+
+    assert privacy_summary("unit", quick_report["workloads"]["unit"]) is None
+    train, test = chain_trace(12_000, seed=1), chain_trace(6000, seed=2)
+    copied = train.slice(2000, 6000)
+    copied.meta.workload = train.meta.workload
+    report = evaluate([train], [test], [copied], seeds=1, quick=True)
+    line = privacy_summary("unit", report["workloads"]["unit"])
+    assert line.startswith("unit: copies more of the training runs than the held-out run does (")
+    assert "-gram copy share 1.00 vs holdout" in line and "`generate --temperature 1.2`" in line
+
+
 def test_an_anchored_start_up_is_reported_as_such(quick_report):
     """A trace whose generator took its start from a training run (`generate --start-anchor`)
     says so beside its start-up edits: those are the anchor's, not the model's."""

@@ -63,8 +63,8 @@ def evaluate(
 
     Keys of report.json: docs/evaluation.md.
     """
-    from tracesynth.evaluation.report import (cadence_summary, startup_summary, tell_summary, terminal_table,
-                                             write_report)
+    from tracesynth.evaluation.report import (cadence_summary, privacy_summary, startup_summary, tell_summary,
+                                             terminal_table, write_report)
     from tracesynth.evaluation.runner import evaluate as run
 
     options = _evaluate_parser().parse_args(args or [])
@@ -83,7 +83,8 @@ def evaluate(
     json_path, html_path = write_report(report, options.out)
     console.print(terminal_table(report))
     for name, per in report["workloads"].items():
-        for line in (tell_summary(name, per), startup_summary(name, per), cadence_summary(name, per)):
+        for line in (tell_summary(name, per), startup_summary(name, per), cadence_summary(name, per),
+                     privacy_summary(name, per)):
             if line:
                 console.print(line, highlight=False)
     console_err.print(f"report: {json_path}  {html_path}  ({report['cost']['wall_seconds']:.1f} s)",

@@ -217,6 +217,17 @@ def startup_summary(name: str, per: dict) -> str | None:
             f"{_fmt(real['unseen_8grams']['mean'], 1)}){taken}")
 
 
+def privacy_summary(name: str, per: dict) -> str | None:
+    """One line where the synthetic traces copy more of the training runs than the held-out run
+    shares with them (`privacy.flag`), with the setting that lowered copying on every bundled
+    workload at level TSTR/TRTR (docs/tuning.md); None where nothing is flagged."""
+    flag = (per.get("privacy") or {}).get("flag")
+    if not flag or not flag["flagged"]:
+        return None
+    return (f"{name}: copies more of the training runs than the held-out run does ({'; '.join(flag['reasons'])}); "
+            "for a TraceSynth model `generate --temperature 1.2` copies less (docs/tuning.md)")
+
+
 def cadence_rows(per: dict) -> list[dict]:
     """The compared event types of `longrange.compare_cadence`, each with the real-vs-real
     figure beside it (`octaves_real`), furthest beyond real first; [] where the report has none."""
