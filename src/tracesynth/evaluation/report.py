@@ -219,8 +219,9 @@ def startup_summary(name: str, per: dict) -> str | None:
 
 def privacy_summary(name: str, per: dict) -> str | None:
     """One line where the synthetic traces copy more of the training runs than the held-out run
-    shares with them (`privacy.flag`), with the setting that lowered copying on every bundled
-    workload at level TSTR/TRTR (docs/tuning.md); None where nothing is flagged."""
+    shares with them (`privacy.flag`), with the setting that lowered copying on average in both
+    folds measured, scimark's most, at level or better TSTR/TRTR (docs/tuning.md); None where
+    nothing is flagged."""
     flag = (per.get("privacy") or {}).get("flag")
     if not flag or not flag["flagged"]:
         return None
