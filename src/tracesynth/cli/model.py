@@ -184,6 +184,11 @@ def generate(
     start_anchor: int = typer.Option(None, "--start-anchor",
                                      help="Take the trace's first N events from a training run's start-up "
                                           "(the seed picks the run; 0 = off; default: the model's)."),
+    splice: int = typer.Option(None, "--splice",
+                               help="Replace each stretch that no training span of K events covers with the "
+                                    "training events between the same K-event anchors (e.g. 64; 0 = off; "
+                                    "light models, on workloads whose runs share most long spans; "
+                                    "docs/model.md, \"Span splice\")."),
     seed: int = typer.Option(0, "--seed", help="Seed: same seed, same trace on CPU."),
     guidance_scale: float = typer.Option(1.0, "--guidance-scale", help="Classifier-free guidance (1 = off)."),
     corrector_steps: int = typer.Option(0, "--corrector-steps",
@@ -273,6 +278,7 @@ def generate(
         ("--prior-from", prior_from, "prior_from", 0, False),
         ("--start-steps", start_steps, "start_steps", 1, False),
         ("--start-anchor", start_anchor, "start_anchor", 0, False),
+        ("--splice", splice, "splice", 0, False),
     )
     for flag, value, _, least, strict in overrides:
         if value is not None and (value <= least if strict else value < least):
@@ -280,6 +286,9 @@ def generate(
     for _, value, attribute, _, _ in overrides:
         if value is not None:
             setattr(gen, attribute, value)
+    if splice:
+        if splice < 16:
+            raise ConfigError(f"--splice must be 0 (off) or an anchor of at least 16 events, got {splice}")
     if prefix_fraction is not None:
         if not 0 <= prefix_fraction < 1:
             raise ConfigError(f"--prefix-fraction must be in [0, 1), got {prefix_fraction}")
@@ -331,6 +340,7 @@ def generate(
     console_err.print(_ngram_note(gen, workload), highlight=False, soft_wrap=True)
     console_err.print(_anchor_note(gen, trace, workload, seed), highlight=False, soft_wrap=True)
     console_err.print(_cadence_note(gen, codes, workload), highlight=False, soft_wrap=True)
+    console_err.print(_splice_note(gen, trace, workload), highlight=False, soft_wrap=True)
     console_err.print(_repeats_note(gen, codes, workload), highlight=False, soft_wrap=True)
     console_err.print(_support_note(gen, codes, workload), highlight=False, soft_wrap=True)
     console_err.print(_copy_note(gen, codes, workload), highlight=False, soft_wrap=True)
@@ -362,6 +372,29 @@ def _anchor_note(gen, trace, workload: str, seed: int) -> str:
     run = table.chosen(workload, seed) + 1
     return (f"start-up anchor: the first {taken:,} events are training run {run} of {len(table.runs[workload])}'s "
             "(event types and classes; times and thread ids drawn)")
+
+
+def _splice_note(gen, trace, workload: str) -> str:
+    """One line on the span splice: how much of the trace is training's, or why none."""
+    if not gen.splice:
+        return ("span splice: off (--splice 64 puts training's events where the trace leaves its "
+                "training runs' grammar, on workloads whose runs share most long spans)")
+    table = gen.encoder_.splices
+    if set(gen.encoder_.channels) != {"event", "dt"}:
+        return "span splice: off (it applies to models of event types and gaps only: --channels light)"
+    if table is None or not table.knows(workload):
+        if gen.encoder_.copies is not None and workload in gen.encoder_.copies.natural:
+            share = gen.encoder_.copies.natural[workload]
+            return (f"span splice: off ({workload}'s training runs share {share:.2f} of their 256-event spans; "
+                    "the splice applies from 0.40)" if table is not None else
+                    "span splice: off (model saved without its training runs' table; benchmarks/refit_splices.py)")
+        return "span splice: off (model saved without its training runs' table; benchmarks/refit_splices.py)"
+    info = trace.meta.extra.get("splice", {})
+    if not info.get("kept"):
+        return f"span splice: undone ({info.get('why', 'nothing to splice')})"
+    return (f"span splice: {info['stretches']} stretches, {info['events_from_training']:,} events from training "
+            f"(anchors of {info['anchor']}); 256-gram copy share of one training run {info['copy_share_256_one_run']:.2f}, "
+            f"the runs' own {info['training_runs_share']:.2f}")
 
 
 def _cadence_note(gen, codes, workload: str) -> str:

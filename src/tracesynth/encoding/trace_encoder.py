@@ -24,6 +24,7 @@ from tracesynth.encoding.cadence import CadenceTable
 from tracesynth.encoding.copies import SpanTable
 from tracesynth.encoding.ngrams import K as NGRAM_ORDER, MAX_ORDER as MAX_NGRAM_ORDER, EventNGrams
 from tracesynth.encoding.serial import serial_syscalls
+from tracesynth.encoding.splices import RunTable
 from tracesynth.encoding.startups import STARTUP_EVENTS, StartupTable
 from tracesynth.encoding.support import EventSupport
 from tracesynth.encoding.tid import TidAllocator, TidEncoder
@@ -81,6 +82,9 @@ class TraceEncoder:
         # Per workload, each training run's first events as codes (the sampler's start-up
         # anchor); saved in startups.safetensors, None for older models.
         self.startups: StartupTable | None = None
+        # Per workload whose runs share most long spans, the training runs' event codes and gaps
+        # (the sampler's span splice); saved in splices.safetensors, None for older models.
+        self.splices: RunTable | None = None
         # Per workload, the syscalls its training runs never overlap (encoding/serial.py): what
         # guides a trace without thread ids on a multi-threaded workload. Empty for older models.
         self.serial: dict[str, list[str]] = {}
@@ -119,7 +123,19 @@ class TraceEncoder:
         self.ngrams = EventNGrams.fit(codes, self.event.vocab_size, k=self.ngram_order)
         self.cadence = CadenceTable.fit(codes)
         self.startups = StartupTable.fit((t.meta.workload or "default", self.startup_codes(t)) for t in traces)
+        self.splices = self.fit_splices(traces)
         return self
+
+    def fit_splices(self, traces: Sequence[Trace]) -> RunTable:
+        """The span splice's table (encoding/splices.py) from `traces`, the training runs, for
+        the workloads whose runs share most of their long spans (`SpanTable.natural`)."""
+        from tracesynth.encoding.copies import SHARED_SPANS
+
+        natural = self.copies.natural if self.copies is not None else {}
+        shared = [w for w, share in natural.items() if share >= SHARED_SPANS]
+        frames = [_frame(t) for t in traces]
+        return RunTable.fit(((t.meta.workload or "default", self.event.encode(f["event"].to_numpy()),
+                              _gaps(f["ts"].to_numpy())) for t, f in zip(traces, frames)), shared)
 
     def startup_codes(self, trace: Trace) -> dict[str, np.ndarray]:
         """The codes of `trace`'s first `STARTUP_EVENTS` events as a trace's first window holds

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from tracesynth.encoding.ngrams import K as NGRAM_K
 from tracesynth.errors import ConfigError, TraceFormatError
 from tracesynth.generators.base import Generator
@@ -102,6 +104,16 @@ CADENCE = "auto"
 START_STEPS = None
 # A trace's first events taken from a training run's start-up (encoding/startups.py; 0: off).
 START_ANCHOR = 0
+# Anchor length of the span splice (sampling/span_splice.py; 0: off): each stretch of a sampled
+# trace that no training span of this many events covers gets training's events between the
+# same anchors, on workloads whose runs share most long spans. Off by default until measured on
+# every fold (docs/model.md, "Span splice").
+SPLICE = 0
+# How far a spliced trace's 256-gram copy share of one training run may exceed one training run's
+# share in the others (`SpanTable.natural`) before the splice is undone: the evaluation's margin
+# for copying beyond a held-out run (`evaluation.privacy.FLAG_MARGIN`). Real runs vary this much
+# pair to pair (sqlite's three runs' first 32,768 events: 0.57-0.78 of one in another).
+SPLICE_MARGIN = 0.10
 
 
 def constraint_tools(mode: str, single_thread: bool = False, serial=()):
@@ -154,7 +166,7 @@ class TraceSynth(Generator):
                  ngram_order: int = NGRAM_ORDER, self_condition: bool | None = None, keep_best: bool = False,
                  ema: float = EMA, val_fraction: float = VAL_FRACTION, start_rate_end: float | None = None,
                  cadence: bool | str = CADENCE, start_steps: int | None = START_STEPS,
-                 start_anchor: int = START_ANCHOR):
+                 start_anchor: int = START_ANCHOR, splice: int = SPLICE):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -196,6 +208,9 @@ class TraceSynth(Generator):
         self.cadence = cadence  # sampling: the cadence scaffold (True, False or "auto")
         self.start_steps = start_steps  # sampling: steps of a trace's first window (None: sample_steps)
         self.start_anchor = start_anchor  # sampling: first events from a training run's start-up (0: off)
+        if splice < 0 or (splice and splice < 16):
+            raise ConfigError(f"splice must be 0 (off) or an anchor of at least 16 events, not {splice}")
+        self.splice = splice  # sampling: span splice anchor length (0: off)
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
@@ -203,7 +218,7 @@ class TraceSynth(Generator):
                 "corrector_steps", "start_temperature", "start_rate", "start_rate_end", "phase_events", "spread",
                 "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds", "ngram_weight",
                 "ngram_rounds", "prior_from", "precision", "train_precision", "ngram_order", "self_condition",
-                "keep_best", "ema", "val_fraction", "cadence", "start_steps", "start_anchor")
+                "keep_best", "ema", "val_fraction", "cadence", "start_steps", "start_anchor", "splice")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -272,6 +287,9 @@ class TraceSynth(Generator):
         guide, repair = constraint_tools(constraints or self.constraints, single_thread,
                                          self.serial_syscalls(workload))
         margin = 0 if repair is None else max(64, n_events // 20)
+        splicing = self.splices(workload)
+        if splicing:  # a splice may shorten the trace: sample some more, cut after
+            margin += max(256, n_events // 8)
         trace = generate(self.model_, self.encoder_, n_events + margin, workload,
                          steps=steps or self.sample_steps, start_steps=self.start_steps,
                          guidance_scale=self.guidance_scale if guidance_scale is None else guidance_scale,
@@ -285,9 +303,59 @@ class TraceSynth(Generator):
                          precision=self.precision,
                          self_condition=self.self_condition is not False, cadence=self.cadence,
                          start_anchor=self.start_anchor)
+        if splicing:
+            trace = self._splice(trace, workload, seed, n_events + margin - max(256, n_events // 8))
         if single_thread:  # so `check` (and the evaluation's validity) read it as one thread too
             trace.meta.extra["threads"] = 1
         return trace, repair
+
+    def splices(self, workload: str) -> bool:
+        """Whether `draw` splices training spans into `workload`'s traces: `splice` is on, the
+        model has the two channels it applies to (event types and gaps) and the splice table
+        for `workload` (kept where the training runs share most long spans)."""
+        enc = self.encoder_
+        return bool(self.splice) and set(enc.channels) == {"event", "dt"} and enc.splices is not None \
+            and enc.splices.knows(workload)
+
+    def _splice(self, trace: Trace, workload: str, seed: int, n_events: int) -> Trace:
+        """`trace` with training's events in its uncovered stretches (sampling/span_splice.py),
+        cut to `n_events`; as sampled (cut) where the splice would copy more of training's long
+        spans than the training runs copy each other, or leave it short."""
+        import pyarrow as pa
+
+        from tracesynth.sampling.span_splice import run_copy_share, splice
+
+        enc = self.encoder_
+        events = trace.events
+        ts = events.column("ts").to_numpy().astype(np.int64)
+        codes = enc.event.encode(events.column("event").to_numpy(zero_copy_only=False))
+        gaps = np.diff(ts, prepend=ts[:1])
+        result = splice(codes, gaps, enc.splices.runs(workload), np.random.default_rng([seed, 0x5911CE]),
+                        k=self.splice)
+        # Against one training run at a time: `natural` is one run's share in the other runs, and
+        # a trace spliced from two runs holds more of both together than any one real run would.
+        share = max(run_copy_share(result.codes[:n_events], run_codes, enc.copies.span)
+                    for run_codes, _ in enc.splices.runs(workload)) if enc.copies is not None else 1.0
+        natural = enc.copies.natural.get(workload, 0.0) if enc.copies is not None else 0.0
+        info = {"anchor": self.splice, "stretches": result.spliced, "unmatched": result.unmatched,
+                "events_from_training": result.from_training, "copy_share_256_one_run": round(share, 4),
+                "training_runs_share": round(natural, 4)}
+        if len(result.codes) < n_events or share > natural + SPLICE_MARGIN:
+            info["kept"] = False
+            info["why"] = (f"{len(result.codes)} events after the splice, {n_events} asked" if len(result.codes) < n_events
+                           else f"256-gram copy share of one training run {share:.2f}, above the runs' own {natural:.2f} "
+                           f"+ {SPLICE_MARGIN:.2f}")
+            out = trace.slice(0, n_events)
+        else:
+            info["kept"] = True
+            new_ts = int(ts[0]) + np.cumsum(result.gaps[:n_events]) - int(result.gaps[0])
+            names = enc.event.decode(result.codes[:n_events])
+            columns = {name: pa.nulls(n_events, type=events.schema.field(name).type) for name in events.column_names}
+            columns["ts"] = pa.array(new_ts, type=pa.int64())
+            columns["event"] = pa.array([str(x) for x in names], type=pa.string())
+            out = Trace(pa.table(columns), trace.meta)
+        out.meta.extra["splice"] = info
+        return out
 
     def single_thread(self) -> bool:
         """Whether this model's traces, having no thread ids, are checked, guided and repaired

@@ -8,6 +8,8 @@
     ngrams.safetensors     their event n-gram counts, both directions (encoding.ngrams), if fitted
     cadence.safetensors    their steady rhythms' gaps (encoding.cadence), if fitted
     startups.safetensors   each training run's first events as codes (encoding.startups), if fitted
+    splices.safetensors    the training runs' event codes and gaps where runs share most long spans
+                           (encoding.splices), if fitted
     optimizer.safetensors  AdamW moments (only while training can resume)
     training.safetensors   the weights the optimizer updates, where model.safetensors holds their
                            moving average (only while training can resume)
@@ -35,6 +37,7 @@ from safetensors.torch import load_file, save_file
 
 from tracesynth.encoding.copies import SpanTable
 from tracesynth.encoding.cadence import CadenceTable
+from tracesynth.encoding.splices import RunTable
 from tracesynth.encoding.startups import StartupTable
 from tracesynth.encoding.ngrams import EventNGrams
 from tracesynth.encoding.support import EventSupport
@@ -83,6 +86,8 @@ def save_checkpoint(directory: str | Path, model: Denoiser, encoder: TraceEncode
             save_arrays(encoder.cadence.to_arrays(), str(tmp / "cadence.safetensors"))
         if encoder.startups is not None:
             save_arrays(encoder.startups.to_arrays(), str(tmp / "startups.safetensors"))
+        if encoder.splices is not None and encoder.splices.codes:
+            save_arrays(encoder.splices.to_arrays(), str(tmp / "splices.safetensors"))
         full_state = dict(state or {})
         if optimizer is not None:
             tensors, groups = _optimizer_tensors(optimizer)
@@ -182,7 +187,8 @@ def load_model(directory: str | Path, device: str | torch.device = "cpu"
                                    ("copies.safetensors", "copies", SpanTable),
                                    ("ngrams.safetensors", "ngrams", EventNGrams),
                                    ("cadence.safetensors", "cadence", CadenceTable),
-                                   ("startups.safetensors", "startups", StartupTable)):
+                                   ("startups.safetensors", "startups", StartupTable),
+                                   ("splices.safetensors", "splices", RunTable)):
         path = directory / name
         if path.exists():
             arrays = _tensors(path, load_arrays)

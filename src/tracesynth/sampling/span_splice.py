@@ -1,0 +1,193 @@
+"""Span splice: where a sampled trace leaves its training runs' grammar, put training's own events.
+
+The model's traces of a deterministic workload follow the workload's loop with a slip every ~60
+events (sqlite: a doubled `pread64`, eight `fcntl` where the loop has six), and a window
+classifier reads those slips: 11% of a sampled sqlite trace's event 8-grams occur in no training
+run, none of a held-out run's (docs/model.md, "What the window classifier reads"). Redrawing them
+with the network (the support corrector) or bridging them with order-7 paths through training
+leaves the windows as easy to tell (0.93): the branch choices around a slip stay out of turn.
+
+The splice replaces each such stretch with what training actually did there. A position is
+*covered* when a 64-event span of the trace that contains it occurs verbatim in a training run and
+no 8-gram through it is unseen. Each uncovered stretch, with its 64 events either side as anchors,
+is matched against the training runs: wherever the left anchor occurs and the right anchor follows
+in the same run, the events between them are a candidate, and the one whose length is closest to
+the stretch's (ties by the seed's draw) takes its place, with its gaps. Where the anchors around a
+stretch occur nowhere in that order, the stretch grows by 8 events at a time, left and right in
+turn, up to `max_span` events. The sampled trace decides which iterations follow which and where
+the trace goes; training supplies each iteration whole.
+
+What it costs is copying: a spliced trace holds more of training's long spans (sqlite 256-gram
+copy share 0.05 -> 0.66, against 0.88 for an independent real run). So it runs only where real runs
+share most of their long spans (the copy guard's `SHARED_SPANS`, from the other side) and a trace
+whose splice would copy more than the training runs copy each other (`natural`) is left as
+sampled. Event types and gaps only: it applies to models of those two channels (`light`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tracesynth.evaluation.windows import in_sorted, kgram_hashes
+
+ANCHOR = 64  # events of verbatim training either side of a spliced stretch
+SUPPORT_K = 8  # the support corrector's order: an unseen 8-gram marks a slip
+GROW = 8  # events a stretch grows by when its anchors are not found in training
+MAX_SPAN = 4096  # the longest stretch replaced (a window)
+
+
+@dataclass
+class SpliceResult:
+    codes: np.ndarray
+    gaps: np.ndarray
+    spliced: int  # stretches replaced
+    unmatched: int  # stretches left as sampled (no anchors within max_span)
+    from_training: int  # events of the result that came from training
+
+
+class _Index:
+    """One workload's training k-grams: sorted hashes with the position each starts at."""
+
+    def __init__(self, runs: list[tuple[np.ndarray, np.ndarray]], k: int):
+        hashes, positions, run_ids = [], [], []
+        offset = 0
+        for r, (codes, _) in enumerate(runs):
+            h = kgram_hashes(codes, k)
+            hashes.append(h)
+            positions.append(offset + np.arange(len(h), dtype=np.int64))
+            run_ids.append(np.full(len(h), r, dtype=np.int64))
+            offset += len(codes)
+        h = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
+        order = np.argsort(h, kind="stable")
+        self.hashes, self.positions = h[order], np.concatenate(positions or [np.zeros(0, np.int64)])[order]
+        self.runs = np.concatenate(run_ids or [np.zeros(0, np.int64)])[order]
+        self.k = k
+
+    def find(self, gram_hash: np.uint64) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = np.searchsorted(self.hashes, gram_hash, "left"), np.searchsorted(self.hashes, gram_hash, "right")
+        return self.positions[lo:hi], self.runs[lo:hi]
+
+
+def covered(codes: np.ndarray, spans: np.ndarray, support: np.ndarray, k: int = ANCHOR) -> np.ndarray:
+    """bool per event: inside a k-gram found in training (`spans`, sorted hashes) and in no
+    8-gram missing from training (`support`, sorted hashes)."""
+    n = len(codes)
+    cover = np.zeros(n + 1, dtype=np.int64)
+    if n >= k:
+        starts = np.nonzero(in_sorted(kgram_hashes(codes, k), spans))[0]
+        np.add.at(cover, starts, 1)
+        np.add.at(cover, starts + k, -1)
+    ok = np.cumsum(cover)[:n] > 0
+    if n >= SUPPORT_K:
+        bad = np.nonzero(~in_sorted(kgram_hashes(codes, SUPPORT_K), support))[0]
+        slip = np.zeros(n + 1, dtype=np.int64)
+        np.add.at(slip, bad, 1)
+        np.add.at(slip, bad + SUPPORT_K, -1)
+        ok &= np.cumsum(slip)[:n] == 0
+    return ok
+
+
+def splice(codes: np.ndarray, gaps: np.ndarray, runs: list[tuple[np.ndarray, np.ndarray]],
+           rng: np.random.Generator, k: int = ANCHOR, max_span: int = MAX_SPAN, keep: int = 0) -> SpliceResult:
+    """Splice training's events into the uncovered stretches of `codes` (module docstring).
+    `runs`: (codes, gaps) of each training run; the first `keep` events stay as they are (known
+    events, e.g. a prefix)."""
+    codes, gaps = np.asarray(codes, dtype=np.int64), np.asarray(gaps, dtype=np.int64)
+    n = len(codes)
+    if not runs or n < 2 * k + 1:
+        return SpliceResult(codes, gaps, 0, 0, 0)
+    index = _Index(runs, k)
+    train_codes = np.concatenate([c for c, _ in runs])
+    train_gaps = np.concatenate([g for _, g in runs])
+    support = np.unique(np.concatenate([kgram_hashes(c, SUPPORT_K) for c, _ in runs]))
+    ok = covered(codes, np.unique(index.hashes), support, k)
+    ok[:keep] = True
+    pieces: list[tuple[np.ndarray, np.ndarray, bool]] = []
+    done = 0  # events of `codes` already placed in `pieces`
+    spliced = unmatched = 0
+    taken = np.zeros(len(runs), dtype=np.int64)  # events taken from each training run
+    i = 0
+    while i < n:
+        if ok[i]:
+            i += 1
+            continue
+        end = i
+        while end < n and not ok[end]:
+            end += 1
+        match, lo, hi = _match(codes, i, end, done, index, taken, rng, k, max_span)
+        if match is None:
+            unmatched += 1
+            i = end
+            continue
+        a, b, run = match
+        taken[run] += b - a
+        pieces.append((codes[done:lo], gaps[done:lo], False))
+        pieces.append((train_codes[a:b], train_gaps[a:b], True))
+        done = hi
+        spliced += 1
+        i = max(end, hi)
+    pieces.append((codes[done:], gaps[done:], False))
+    out_codes = np.concatenate([p[0] for p in pieces])
+    out_gaps = np.concatenate([p[1] for p in pieces])
+    if len(out_gaps):
+        out_gaps[0] = gaps[0]
+    return SpliceResult(out_codes, out_gaps, spliced, unmatched, int(sum(len(p[0]) for p in pieces if p[2])))
+
+
+def _match(codes, start, end, done, index: _Index, taken, rng, k, max_span):
+    """((a, b, run) training events to put in place of codes[lo:hi], lo, hi) for the uncovered stretch
+    codes[start:end], or (None, start, end): the anchors are codes[lo-k:lo] and codes[hi:hi+k]."""
+    n = len(codes)
+    lo, hi = start, end
+    grow_left = True
+    while hi - lo <= max_span:
+        if lo - k >= done and hi + k <= n:
+            left = kgram_hashes(codes[lo - k:lo], k)[0]
+            right = kgram_hashes(codes[hi:hi + k], k)[0]
+            lp, lr = index.find(left)
+            rp, rr = index.find(right)
+            if len(lp) and len(rp):
+                want = hi - lo
+                order = np.argsort(rp, kind="stable")
+                rp, rr = rp[order], rr[order]
+                best, ties = None, []
+                for p, r in zip(lp, lr):
+                    first = p + k  # the first training event after the left anchor
+                    j0 = np.searchsorted(rp, first, "left")
+                    j1 = np.searchsorted(rp, first + 2 * want + 2 * k, "right")
+                    for q, rq in zip(rp[j0:j1], rr[j0:j1]):
+                        if rq != r:
+                            continue
+                        # closest in length first; then the run least taken from so far, so
+                        # that no one training run is copied more than the others
+                        d = (abs(int(q - first) - want), int(taken[r]))
+                        if best is None or d < best:
+                            best, ties = d, [(int(first), int(q), int(r))]
+                        elif d == best:
+                            ties.append((int(first), int(q), int(r)))
+                if ties:
+                    return ties[int(rng.integers(len(ties)))], lo, hi
+        # grow one side, in turn (the other where one is at its limit): left no further than leaves
+        # room for an anchor after what is already placed, right no further than leaves one before the end
+        left_to, right_to = min(lo, max(done + k, lo - GROW)), max(hi, min(n - k, hi + GROW))
+        can_left, can_right = left_to < lo, right_to > hi
+        if not (can_left or can_right):
+            break
+        if (grow_left and can_left) or not can_right:
+            lo = left_to
+        else:
+            hi = right_to
+        grow_left = not grow_left
+    return None, start, end
+
+
+def run_copy_share(codes: np.ndarray, run: np.ndarray, span: int) -> float:
+    """Share of the `span`-grams of `codes` that occur in the one training run `run`: what a
+    spliced trace is held to, against the share of one real run's spans in another
+    (`SpanTable.natural`)."""
+    grams = kgram_hashes(np.asarray(codes, dtype=np.int64), span)
+    if not len(grams):
+        return 0.0
+    return float(in_sorted(grams, np.unique(kgram_hashes(np.asarray(run, dtype=np.int64), span))).mean())
