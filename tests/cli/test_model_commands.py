@@ -195,6 +195,23 @@ def test_generate_start_anchor_begins_with_the_training_start_up_and_says_so(tra
     assert not (tmp_path / "x.parquet").exists()
 
 
+def test_generate_splice_says_why_it_is_off_and_rejects_a_short_anchor(trained, tmp_path, capsys):
+    _, model = trained
+    capsys.readouterr()
+    notes = {}
+    for flags in ((), ("--splice", "64")):
+        assert main(["generate", str(model), "-n", "120", "--steps", "2", "--constraints", "none", *flags,
+                     "-o", str(tmp_path / "s.parquet")]) == 0
+        notes[flags] = next(x for x in capsys.readouterr().err.splitlines() if x.startswith("span splice: "))
+    assert notes[()].startswith("span splice: off (--splice 64 puts training's events")
+    # this fixture's model has all six channels: the splice replaces event types and gaps only
+    assert notes[("--splice", "64")] == ("span splice: off (it applies to models of event types and gaps "
+                                         "only: --channels light)")
+    assert main(["generate", str(model), "-n", "30", "--splice", "8", "-o", str(tmp_path / "x.parquet")]) == 2
+    assert "--splice must be 0 (off) or an anchor of at least 16 events, got 8" in capsys.readouterr().err
+    assert not (tmp_path / "x.parquet").exists()
+
+
 def test_generate_ngram_weight_uses_the_saved_counts_and_says_so(trained, tmp_path, capsys):
     from tracesynth.model.checkpoint import load_model
 

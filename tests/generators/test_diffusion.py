@@ -129,3 +129,40 @@ def test_light_model_of_a_multi_threaded_workload_is_guided_on_its_serial_syscal
     assert broken["guided"] < 0.8 * broken["none"], broken  # a 20-step model, 4 sampling steps
     full = TraceSynth(channels="full", **TINY).fit([real])
     assert full.serial_syscalls("pybench") == []  # thread ids: the per-thread rule pairs them
+
+
+def test_span_splice_puts_training_events_into_slips_and_is_undone_where_it_would_copy_more():
+    import numpy as np
+
+    import tracesynth.datasets as ds
+    from tracesynth.schema import Trace
+
+    runs = [ds.load("sqlite", r).slice(0, 20000).with_meta(workload="sqlite") for r in (1, 2)]
+    gen = TraceSynth(channels="light", splice=64, **TINY).fit(runs)
+    assert gen.splices("sqlite") and not TraceSynth(channels="light", **TINY).fit(runs).splices("sqlite")
+    assert not TraceSynth(channels="full", splice=64, **TINY).fit(runs).splices("sqlite")  # event types and gaps only
+
+    def slipped(trace, n=6000):  # every 400th event doubled: what sampled traces get wrong
+        frame = trace.slice(0, n).to_pandas()[["ts", "event"]]
+        frame = frame.loc[np.repeat(frame.index, np.where(np.arange(n) % 400 == 399, 2, 1))].reset_index(drop=True)
+        return Trace.from_pandas(frame, trace.meta)
+
+    held_out = ds.load("sqlite", 3).with_meta(workload="sqlite")
+    out = gen._splice(slipped(held_out), "sqlite", 0, 6000)
+    info = out.meta.extra["splice"]
+    assert info["kept"] and info["stretches"] >= 10 and 0 < info["events_from_training"] < 3000
+    assert len(out) == 6000 and info["copy_share_256_one_run"] <= info["training_runs_share"] + 0.10
+    frame = out.to_pandas()
+    assert (np.diff(frame["ts"]) >= 0).all() and frame["tid"].isna().all()
+    assert frame["event"].iloc[:300].tolist() == held_out.slice(0, 300).to_pandas()["event"].tolist()
+    # a training run with slips, spliced, is that run again: more copying than the runs do
+    # between themselves, so the trace is left as sampled
+    again = gen._splice(slipped(runs[0]), "sqlite", 0, 6000)
+    assert again.meta.extra["splice"]["kept"] is False and "above the runs' own" in again.meta.extra["splice"]["why"]
+    assert again.to_pandas()["event"].tolist() == slipped(runs[0]).to_pandas()["event"].tolist()[:6000]
+    # through generate: the length asked, seeded
+    a, b = gen.generate(700, "sqlite", seed=4), gen.generate(700, "sqlite", seed=4)
+    assert len(a) == 700 and "splice" in a.meta.extra
+    assert a.to_pandas()["event"].tolist() == b.to_pandas()["event"].tolist()
+    with pytest.raises(ConfigError, match="splice"):
+        TraceSynth(splice=8)

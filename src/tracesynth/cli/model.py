@@ -376,25 +376,27 @@ def _anchor_note(gen, trace, workload: str, seed: int) -> str:
 
 def _splice_note(gen, trace, workload: str) -> str:
     """One line on the span splice: how much of the trace is training's, or why none."""
+    from tracesynth.encoding.copies import SHARED_SPANS
+
+    enc = gen.encoder_
     if not gen.splice:
         return ("span splice: off (--splice 64 puts training's events where the trace leaves its "
                 "training runs' grammar, on workloads whose runs share most long spans)")
-    table = gen.encoder_.splices
-    if set(gen.encoder_.channels) != {"event", "dt"}:
+    if set(enc.channels) != {"event", "dt"}:
         return "span splice: off (it applies to models of event types and gaps only: --channels light)"
-    if table is None or not table.knows(workload):
-        if gen.encoder_.copies is not None and workload in gen.encoder_.copies.natural:
-            share = gen.encoder_.copies.natural[workload]
-            return (f"span splice: off ({workload}'s training runs share {share:.2f} of their 256-event spans; "
-                    "the splice applies from 0.40)" if table is not None else
-                    "span splice: off (model saved without its training runs' table; benchmarks/refit_splices.py)")
-        return "span splice: off (model saved without its training runs' table; benchmarks/refit_splices.py)"
+    if enc.splices is None:
+        return "span splice: off (model saved without its training runs; benchmarks/refit_splices.py adds them)"
+    if not enc.splices.knows(workload):
+        share = enc.copies.natural.get(workload) if enc.copies is not None else None
+        shared = "few" if share is None else f"{share:.2f}"
+        return (f"span splice: off ({workload}'s training runs share {shared} of their 256-event spans; "
+                f"it applies from {SHARED_SPANS:.2f})")
     info = trace.meta.extra.get("splice", {})
     if not info.get("kept"):
         return f"span splice: undone ({info.get('why', 'nothing to splice')})"
     return (f"span splice: {info['stretches']} stretches, {info['events_from_training']:,} events from training "
-            f"(anchors of {info['anchor']}); 256-gram copy share of one training run {info['copy_share_256_one_run']:.2f}, "
-            f"the runs' own {info['training_runs_share']:.2f}")
+            f"(anchors of {info['anchor']}); 256-gram copy share of one training run "
+            f"{info['copy_share_256_one_run']:.2f}, the runs' own {info['training_runs_share']:.2f}")
 
 
 def _cadence_note(gen, codes, workload: str) -> str:

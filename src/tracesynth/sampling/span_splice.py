@@ -14,7 +14,8 @@ is matched against the training runs: wherever the left anchor occurs and the ri
 in the same run, the events between them are a candidate, and the one whose length is closest to
 the stretch's (ties by the seed's draw) takes its place, with its gaps. Where the anchors around a
 stretch occur nowhere in that order, the stretch grows by 8 events at a time, left and right in
-turn, up to `max_span` events. The sampled trace decides which iterations follow which and where
+turn, up to `MAX_COPY` events with the anchors (under the length at which the evaluation flags a
+copied run). The sampled trace decides which iterations follow which and where
 the trace goes; training supplies each iteration whole.
 
 What it costs is copying: a spliced trace holds more of training's long spans (sqlite 256-gram
@@ -35,7 +36,10 @@ from tracesynth.evaluation.windows import in_sorted, kgram_hashes
 ANCHOR = 64  # events of verbatim training either side of a spliced stretch
 SUPPORT_K = 8  # the support corrector's order: an unseen 8-gram marks a slip
 GROW = 8  # events a stretch grows by when its anchors are not found in training
-MAX_SPAN = 4096  # the longest stretch replaced (a window)
+# The longest verbatim training run one splice writes, anchors included: under the evaluation's
+# `FLAG_MIN_LCS` (1,024), the copied run at which it starts to flag a trace. A stretch, and what
+# replaces it, are at most this less the two anchors (895 events at anchors of 64).
+MAX_COPY = 1023
 
 
 @dataclass
@@ -43,7 +47,7 @@ class SpliceResult:
     codes: np.ndarray
     gaps: np.ndarray
     spliced: int  # stretches replaced
-    unmatched: int  # stretches left as sampled (no anchors within max_span)
+    unmatched: int  # stretches left as sampled (no anchors within max_copy)
     from_training: int  # events of the result that came from training
 
 
@@ -90,13 +94,14 @@ def covered(codes: np.ndarray, spans: np.ndarray, support: np.ndarray, k: int = 
 
 
 def splice(codes: np.ndarray, gaps: np.ndarray, runs: list[tuple[np.ndarray, np.ndarray]],
-           rng: np.random.Generator, k: int = ANCHOR, max_span: int = MAX_SPAN, keep: int = 0) -> SpliceResult:
+           rng: np.random.Generator, k: int = ANCHOR, max_copy: int = MAX_COPY, keep: int = 0) -> SpliceResult:
     """Splice training's events into the uncovered stretches of `codes` (module docstring).
     `runs`: (codes, gaps) of each training run; the first `keep` events stay as they are (known
     events, e.g. a prefix)."""
     codes, gaps = np.asarray(codes, dtype=np.int64), np.asarray(gaps, dtype=np.int64)
     n = len(codes)
-    if not runs or n < 2 * k + 1:
+    max_span = max_copy - 2 * k
+    if not runs or n < 2 * k + 1 or max_span < 1:
         return SpliceResult(codes, gaps, 0, 0, 0)
     index = _Index(runs, k)
     train_codes = np.concatenate([c for c, _ in runs])
@@ -152,23 +157,25 @@ def _match(codes, start, end, done, index: _Index, taken, rng, k, max_span):
                 want = hi - lo
                 order = np.argsort(rp, kind="stable")
                 rp, rr = rp[order], rr[order]
-                best, ties = None, []
-                for p, r in zip(lp, lr):
-                    first = p + k  # the first training event after the left anchor
-                    j0 = np.searchsorted(rp, first, "left")
-                    j1 = np.searchsorted(rp, first + 2 * want + 2 * k, "right")
-                    for q, rq in zip(rp[j0:j1], rr[j0:j1]):
-                        if rq != r:
-                            continue
-                        # closest in length first; then the run least taken from so far, so
-                        # that no one training run is copied more than the others
-                        d = (abs(int(q - first) - want), int(taken[r]))
-                        if best is None or d < best:
-                            best, ties = d, [(int(first), int(q), int(r))]
-                        elif d == best:
-                            ties.append((int(first), int(q), int(r)))
-                if ties:
-                    return ties[int(rng.integers(len(ties)))], lo, hi
+                first = lp + k  # the first training event after each left anchor
+                longest = min(2 * want + 2 * k, max_span)  # events between the anchors, at most
+                j0 = np.searchsorted(rp, first, "left")
+                j1 = np.searchsorted(rp, first + longest, "right")
+                count = j1 - j0
+                if count.sum():
+                    # every (left anchor, right anchor after it) pair, as flat arrays
+                    which = np.repeat(np.arange(len(lp)), count)
+                    j = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count) + np.repeat(j0, count)
+                    same = rr[j] == lr[which]
+                    if same.any():
+                        a_, q_, r_ = first[which][same], rp[j][same], lr[which][same]
+                        # closest in length first; then the run least taken from so far, so that
+                        # no one training run is copied more than the others
+                        off = np.abs((q_ - a_) - want)
+                        score = off * (int(taken.max()) + 1) + taken[r_]
+                        ties = np.nonzero(score == score.min())[0]
+                        pick = ties[int(rng.integers(len(ties)))]
+                        return (int(a_[pick]), int(q_[pick]), int(r_[pick])), lo, hi
         # grow one side, in turn (the other where one is at its limit): left no further than leaves
         # room for an anchor after what is already placed, right no further than leaves one before the end
         left_to, right_to = min(lo, max(done + k, lo - GROW)), max(hi, min(n - k, hi + GROW))

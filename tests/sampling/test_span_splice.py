@@ -1,0 +1,92 @@
+"""The span splice (sampling/span_splice.py) on real sqlite runs: slips planted in a held-out
+run are replaced by training's own events, known events stay, and it is seeded."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tracesynth.datasets as ds
+from tracesynth.encoding.trace_encoder import TraceEncoder, _gaps
+from tracesynth.evaluation.windows import in_sorted, kgram_hashes
+from tracesynth.sampling.span_splice import covered, run_copy_share, splice
+
+
+@pytest.fixture(scope="module")
+def sqlite():
+    runs = [ds.load("sqlite", r) for r in (1, 2, 3)]
+    for r, t in zip((1, 2, 3), runs):
+        t.meta.workload = "sqlite"
+    encoder = TraceEncoder("light").fit(runs[:2])
+    table = encoder.splices
+    held_out = encoder.event.encode(runs[2].events.column("event").to_numpy(zero_copy_only=False))[:6000]
+    gaps = _gaps(runs[2].events.column("ts").to_numpy())[:6000]
+    return encoder, table.runs("sqlite"), held_out, gaps
+
+
+def _unseen(codes, runs, k=8):
+    support = np.unique(np.concatenate([kgram_hashes(c, k) for c, _ in runs]))
+    return int((~in_sorted(kgram_hashes(codes, k), support)).sum())
+
+
+def _plant(codes, gaps, every=500, seed=0):
+    """A slip every `every` events: an event doubled (the sampled traces' commonest slip)."""
+    rng = np.random.default_rng(seed)
+    at = np.arange(every, len(codes) - every, every) + rng.integers(-50, 50, len(np.arange(every, len(codes) - every, every)))
+    return np.insert(codes, at, codes[at]), np.insert(gaps, at, gaps[at]), at
+
+
+def test_table_is_kept_for_sqlite_whose_runs_share_most_long_spans(sqlite):
+    encoder, runs, _, _ = sqlite
+    assert encoder.copies.natural["sqlite"] >= 0.4
+    assert [len(c) for c, _ in runs] == [66416, 66450]
+    first = ds.load("sqlite", 1)
+    assert np.array_equal(runs[0][1], _gaps(first.events.column("ts").to_numpy()))
+    assert list(encoder.event.decode(runs[0][0][:3])) == first.events.column("event").to_pylist()[:3]
+
+
+def test_planted_slips_are_replaced_by_training_events_and_the_rest_stays(sqlite):
+    _, runs, held_out, gaps = sqlite
+    slipped, slipped_gaps, at = _plant(held_out, gaps)
+    assert _unseen(slipped, runs) >= len(at)  # each doubled event makes unseen 8-grams
+    result = splice(slipped, slipped_gaps, runs, np.random.default_rng(0))
+    assert result.spliced >= len(at) - 1 and result.unmatched <= 1
+    assert _unseen(result.codes, runs) <= _unseen(held_out, runs) + 8  # at most one slip left
+    assert len(result.codes) == len(result.gaps)
+    assert abs(len(result.codes) - len(held_out)) < len(at) * 8  # stretches keep about their length
+    # what was not spliced is the trace's own: the first 64 events (the first anchor) at least
+    assert np.array_equal(result.codes[:64], slipped[:64]) and np.array_equal(result.gaps[1:64], slipped_gaps[1:64])
+    assert 0 < result.from_training < len(result.codes) // 2
+    # every spliced event, with its anchors, is a verbatim training span
+    assert covered(result.codes, np.unique(np.concatenate([kgram_hashes(c, 64) for c, _ in runs])),
+                   np.unique(np.concatenate([kgram_hashes(c, 8) for c, _ in runs]))).mean() > 0.99
+
+
+def test_a_clean_real_run_is_left_as_it_is_and_known_events_are_never_touched(sqlite):
+    _, runs, held_out, gaps = sqlite
+    clean = splice(runs[0][0][:5000], runs[0][1][:5000], runs, np.random.default_rng(0))
+    assert clean.spliced == 0 and np.array_equal(clean.codes, runs[0][0][:5000])
+    slipped, slipped_gaps, at = _plant(held_out, gaps)
+    kept = splice(slipped, slipped_gaps, runs, np.random.default_rng(0), keep=int(at[3]) + 10)
+    assert np.array_equal(kept.codes[:at[3] + 10], slipped[:at[3] + 10])
+    assert kept.spliced < splice(slipped, slipped_gaps, runs, np.random.default_rng(0)).spliced
+
+
+def test_seeded_and_a_trace_with_nothing_in_common_is_unmatched(sqlite):
+    _, runs, held_out, gaps = sqlite
+    slipped, slipped_gaps, _ = _plant(held_out, gaps, seed=1)
+    a = splice(slipped, slipped_gaps, runs, np.random.default_rng(5))
+    b = splice(slipped, slipped_gaps, runs, np.random.default_rng(5))
+    assert np.array_equal(a.codes, b.codes) and np.array_equal(a.gaps, b.gaps)
+    noise = np.random.default_rng(0).integers(2, 40, 3000)
+    none = splice(noise, np.ones(3000, dtype=np.int64), runs, np.random.default_rng(0), max_copy=384)
+    assert none.spliced == 0 and none.unmatched >= 1 and np.array_equal(none.codes, noise)
+    assert splice(held_out[:100], gaps[:100], runs, np.random.default_rng(0)).spliced == 0  # under 2 anchors
+
+
+def test_run_copy_share_counts_one_runs_spans(sqlite):
+    _, runs, held_out, _ = sqlite
+    assert run_copy_share(runs[0][0][:3000], runs[0][0], 256) == 1.0
+    share = run_copy_share(held_out, runs[0][0], 256)
+    assert 0.3 < share < 1.0
+    assert run_copy_share(held_out[:100], runs[0][0], 256) == 0.0
