@@ -151,14 +151,14 @@ def test_span_splice_puts_training_events_into_slips_and_is_undone_where_it_woul
     out = gen._splice(slipped(held_out), "sqlite", 0, 6000)
     info = out.meta.extra["splice"]
     assert info["kept"] and info["stretches"] >= 10 and 0 < info["events_from_training"] < 3000
-    assert len(out) == 6000 and info["copy_share_256_one_run"] <= info["training_runs_share"] + 0.10
+    assert len(out) == 6000 and info["copy_share_256_one_run"] <= info["training_runs_least_share"] + 0.10
     frame = out.to_pandas()
     assert (np.diff(frame["ts"]) >= 0).all() and frame["tid"].isna().all()
     assert frame["event"].iloc[:300].tolist() == held_out.slice(0, 300).to_pandas()["event"].tolist()
     # a training run with slips, spliced, is that run again: more copying than the runs do
     # between themselves, so the trace is left as sampled
     again = gen._splice(slipped(runs[0]), "sqlite", 0, 6000)
-    assert again.meta.extra["splice"]["kept"] is False and "above the runs' own" in again.meta.extra["splice"]["why"]
+    assert again.meta.extra["splice"]["kept"] is False and "above the least one training run has of another" in again.meta.extra["splice"]["why"]
     assert again.to_pandas()["event"].tolist() == slipped(runs[0]).to_pandas()["event"].tolist()[:6000]
     # through generate: the length asked, seeded
     a, b = gen.generate(700, "sqlite", seed=4), gen.generate(700, "sqlite", seed=4)

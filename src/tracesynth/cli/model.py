@@ -396,7 +396,7 @@ def _splice_note(gen, trace, workload: str) -> str:
         return f"span splice: undone ({info.get('why', 'nothing to splice')})"
     return (f"span splice: {info['stretches']} stretches, {info['events_from_training']:,} events from training "
             f"(anchors of {info['anchor']}); 256-gram copy share of one training run "
-            f"{info['copy_share_256_one_run']:.2f}, the runs' own {info['training_runs_share']:.2f}")
+            f"{info['copy_share_256_one_run']:.2f}, one training run of another at least {info['training_runs_least_share']:.2f}")
 
 
 def _cadence_note(gen, codes, workload: str) -> str:

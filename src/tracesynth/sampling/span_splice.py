@@ -198,3 +198,15 @@ def run_copy_share(codes: np.ndarray, run: np.ndarray, span: int) -> float:
     if not len(grams):
         return 0.0
     return float(in_sorted(grams, np.unique(kgram_hashes(np.asarray(run, dtype=np.int64), span))).mean())
+
+
+def least_shared(runs: list[np.ndarray], span: int) -> float:
+    """The least share of one training run's `span`-grams found in another (every ordered pair;
+    one run: its second half in its first): how much a new real run may be expected to copy of
+    any one training run, at the low end, which a spliced trace is held to."""
+    runs = [np.asarray(r, dtype=np.int64) for r in runs]
+    if len(runs) == 1:
+        half = len(runs[0]) // 2
+        runs = [runs[0][half:], runs[0][:half]]
+        return run_copy_share(runs[0], runs[1], span)
+    return min(run_copy_share(a, b, span) for i, a in enumerate(runs) for j, b in enumerate(runs) if i != j)
