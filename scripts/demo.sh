@@ -93,6 +93,14 @@ step "7d. the same model, its trace beginning with a training run's start-up (--
 $TS generate "$OUT/model" -n 4096 --seed 0 --constraints guided --start-anchor 256 \
     -o "$OUT/tracesynth-anchored.parquet" 2>&1 | grep -E '^(start-up anchor|4,096 events)'
 
+step "7e. the same model with the span splice (--splice 64, opt-in)"
+# Each stretch that no training 64-gram covers gets training's events between the same 64-event
+# anchors; undone where the trace would then copy more of one training run than the runs copy of
+# each other (+0.10). Its line says which (docs/model.md, "Span splice"; step 10 compares the
+# published runs).
+$TS generate "$OUT/model" -n 4096 --seed 0 --constraints guided --splice 64 \
+    -o "$OUT/tracesynth-spliced.parquet" 2>&1 | grep -E '^(span splice|4,096 events)'
+
 step "8. check both synthetic traces against kernel semantics; repair the Markov one"
 $TS check "$OUT/tracesynth.parquet" "$OUT/markov8.parquet" || true
 $TS repair "$OUT/markov8.parquet" -o "$OUT/markov8-repaired.parquet" --edits "$OUT/markov8-edits.jsonl"
@@ -122,6 +130,9 @@ $TS compare benchmarks/results/experiments-holdout-run1 benchmarks/results/exper
 $TS compare benchmarks/results/experiments-fileio-folds-matched-exec benchmarks/results/experiments-fileio-folds-matched-anchor \
     --where generator=tracesynth -m tstr_trtr_matched -m startup_edits -o "$OUT/compare-start-anchor.md" \
     | grep -E '^\| fileio'
+# The span splice on the headline models (run 3 held out): windows against copying, per workload.
+$TS compare benchmarks/results/experiments-defaults-run3-exec benchmarks/results/experiments-splice-run3 \
+    --where generator=tracesynth -m disc_512 -m copy_rate_256 -o "$OUT/compare-splice.md" | grep -E '^\| (sqlite|gzip)'
 # One run's grid split in two: the same workloads and seeds at context 256 and 16384.
 $TS compare benchmarks/results/experiments-context-ngram --where-a context=256 --where-b context=16384 \
     -m tstr_trtr -m disc_2048 -o "$OUT/compare-context.md" >/dev/null

@@ -36,6 +36,7 @@ from tracesynth.evaluation.windows import in_sorted, kgram_hashes
 ANCHOR = 64  # events of verbatim training either side of a spliced stretch
 SUPPORT_K = 8  # the support corrector's order: an unseen 8-gram marks a slip
 GROW = 8  # events a stretch grows by when its anchors are not found in training
+CANDIDATES = 32  # candidates checked against the copied-run bound, best first
 # The longest verbatim training run one splice writes, anchors included: under the evaluation's
 # `FLAG_MIN_LCS` (1,024), the copied run at which it starts to flag a trace. A stretch, and what
 # replaces it, are at most this less the two anchors (895 events at anchors of 64).
@@ -106,6 +107,7 @@ def splice(codes: np.ndarray, gaps: np.ndarray, runs: list[tuple[np.ndarray, np.
     index = _Index(runs, k)
     train_codes = np.concatenate([c for c, _ in runs])
     train_gaps = np.concatenate([g for _, g in runs])
+    long_grams = np.unique(np.concatenate([kgram_hashes(c, max_copy + 1) for c, _ in runs]))
     support = np.unique(np.concatenate([kgram_hashes(c, SUPPORT_K) for c, _ in runs]))
     ok = covered(codes, np.unique(index.hashes), support, k)
     ok[:keep] = True
@@ -122,6 +124,13 @@ def splice(codes: np.ndarray, gaps: np.ndarray, runs: list[tuple[np.ndarray, np.
         while end < n and not ok[end]:
             end += 1
         match, lo, hi = _match(codes, i, end, done, index, taken, rng, k, max_span)
+        if match is not None:
+            # the first candidate that, with what already matches training around it, makes no
+            # verbatim run longer than max_copy (a splice next to a copied stretch would join them)
+            before = np.concatenate([p[0] for p in pieces] + [codes[done:lo - k]])
+            match = next(((int(a), int(b), int(r)) for a, b, r in zip(*match)
+                          if not _makes_long_copy(before, codes[hi + k:], train_codes, int(a), int(b), k, long_grams,
+                                                  max_copy)), None)
         if match is None:
             unmatched += 1
             i = end
@@ -142,8 +151,9 @@ def splice(codes: np.ndarray, gaps: np.ndarray, runs: list[tuple[np.ndarray, np.
 
 
 def _match(codes, start, end, done, index: _Index, taken, rng, k, max_span):
-    """((a, b, run) training events to put in place of codes[lo:hi], lo, hi) for the uncovered stretch
-    codes[start:end], or (None, start, end): the anchors are codes[lo-k:lo] and codes[hi:hi+k]."""
+    """((a, b, run) arrays of candidates, best first: training events a..b-1 of a run to put in place
+    of codes[lo:hi]; lo, hi) for the uncovered stretch codes[start:end], or (None, start, end): the
+    anchors are codes[lo-k:lo] and codes[hi:hi+k]."""
     n = len(codes)
     lo, hi = start, end
     grow_left = True
@@ -173,9 +183,8 @@ def _match(codes, start, end, done, index: _Index, taken, rng, k, max_span):
                         # no one training run is copied more than the others
                         off = np.abs((q_ - a_) - want)
                         score = off * (int(taken.max()) + 1) + taken[r_]
-                        ties = np.nonzero(score == score.min())[0]
-                        pick = ties[int(rng.integers(len(ties)))]
-                        return (int(a_[pick]), int(q_[pick]), int(r_[pick])), lo, hi
+                        order = np.lexsort((rng.random(len(score)), score))[:CANDIDATES]
+                        return (a_[order], q_[order], r_[order]), lo, hi
         # grow one side, in turn (the other where one is at its limit): left no further than leaves
         # room for an anchor after what is already placed, right no further than leaves one before the end
         left_to, right_to = min(lo, max(done + k, lo - GROW)), max(hi, min(n - k, hi + GROW))
@@ -188,6 +197,21 @@ def _match(codes, start, end, done, index: _Index, taken, rng, k, max_span):
             hi = right_to
         grow_left = not grow_left
     return None, start, end
+
+
+def _makes_long_copy(before, after, train_codes, a, b, k, long_grams, limit) -> bool:
+    """Whether splicing training events a..b-1 (between their anchors) makes a run of more than
+    `limit` events that occurs verbatim in training: any (limit+1)-gram of the output around the
+    splice (`before` it, the anchors and events, `after` it) that holds a spliced or anchor event
+    and is among training's (`long_grams`, sorted hashes)."""
+    head = before[max(0, len(before) - limit):]
+    window = np.concatenate([head, train_codes[a - k:b + k], after[:limit]])
+    grams = kgram_hashes(window, limit + 1)
+    if not len(grams):
+        return False
+    first, last = len(head), len(head) + (b - a) + 2 * k - 1  # the anchors and the events between
+    lo, hi = max(0, first - limit), min(len(grams) - 1, last)
+    return bool(in_sorted(grams[lo:hi + 1], long_grams).any())
 
 
 def run_copy_share(codes: np.ndarray, run: np.ndarray, span: int) -> float:
