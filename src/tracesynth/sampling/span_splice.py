@@ -169,22 +169,24 @@ def _match(codes, start, end, done, index: _Index, taken, rng, k, max_span):
                 rp, rr = rp[order], rr[order]
                 first = lp + k  # the first training event after each left anchor
                 longest = min(2 * want + 2 * k, max_span)  # events between the anchors, at most
-                j0 = np.searchsorted(rp, first, "left")
-                j1 = np.searchsorted(rp, first + longest, "right")
-                count = j1 - j0
-                if count.sum():
-                    # every (left anchor, right anchor after it) pair, as flat arrays
-                    which = np.repeat(np.arange(len(lp)), count)
-                    j = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count) + np.repeat(j0, count)
-                    same = rr[j] == lr[which]
-                    if same.any():
-                        a_, q_, r_ = first[which][same], rp[j][same], lr[which][same]
-                        # closest in length first; then the run least taken from so far, so that
-                        # no one training run is copied more than the others
-                        off = np.abs((q_ - a_) - want)
-                        score = off * (int(taken.max()) + 1) + taken[r_]
-                        order = np.lexsort((rng.random(len(score)), score))[:CANDIDATES]
-                        return (a_[order], q_[order], r_[order]), lo, hi
+                # per left anchor, the right anchors nearest to where the stretch's length puts
+                # them (one either side): the closest lengths, without every pair (fileio's
+                # anchors occur thousands of times)
+                j = np.searchsorted(rp, first + want)
+                j = np.concatenate([j - 1, j])
+                which = np.concatenate([np.arange(len(lp))] * 2)
+                inside = (j >= 0) & (j < len(rp))
+                j, which = j[inside], which[inside]
+                gap = rp[j] - first[which]
+                same = (rr[j] == lr[which]) & (gap >= 0) & (gap <= longest)
+                if same.any():
+                    a_, q_, r_ = first[which][same], rp[j][same], lr[which][same]
+                    # closest in length first; then the run least taken from so far, so that
+                    # no one training run is copied more than the others
+                    off = np.abs((q_ - a_) - want)
+                    score = off * (int(taken.max()) + 1) + taken[r_]
+                    order = np.lexsort((rng.random(len(score)), score))[:CANDIDATES]
+                    return (a_[order], q_[order], r_[order]), lo, hi
         # grow one side, in turn (the other where one is at its limit): left no further than leaves
         # room for an anchor after what is already placed, right no further than leaves one before the end
         left_to, right_to = min(lo, max(done + k, lo - GROW)), max(hi, min(n - k, hi + GROW))
