@@ -95,8 +95,8 @@ $TS generate "$OUT/model" -n 4096 --seed 0 --constraints guided --start-anchor 2
 
 step "7e. the same model with the span splice (--splice 64, opt-in)"
 # Each stretch that no training 64-gram covers gets training's events between the same 64-event
-# anchors; undone where the trace would then copy more of one training run than the runs copy of
-# each other (+0.10). Its line says which (docs/model.md, "Span splice"; step 10 compares the
+# anchors; undone where the trace would then copy more of one training run than the least one
+# training run copies of another (+0.10). Its line says which (docs/model.md, "Span splice"; step 10 compares the
 # published runs).
 $TS generate "$OUT/model" -n 4096 --seed 0 --constraints guided --splice 64 \
     -o "$OUT/tracesynth-spliced.parquet" 2>&1 | grep -E '^(span splice|4,096 events)'

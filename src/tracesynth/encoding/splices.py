@@ -13,7 +13,7 @@ event codes and the gap (ns) before each event.
 Kept with the model in `splices.safetensors` (safetensors, never pickle), only for the workloads
 the splice applies to (`SpanTable.natural` at least `SHARED_SPANS`: the copy guard's threshold,
 from the other side). What that keeps: the training runs' event types and inter-event times, no
-thread ids, arguments or return values; a few bytes per training event (sqlite's two runs: 1.1 MB).
+thread ids, arguments or return values; 16 bytes per training event (sqlite's two runs: 2.1 MB).
 A model saved before this table existed has none: no splice (`benchmarks/refit_splices.py`
 adds it from the model's training runs without touching the weights).
 """

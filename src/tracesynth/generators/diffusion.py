@@ -106,8 +106,9 @@ START_STEPS = None
 START_ANCHOR = 0
 # Anchor length of the span splice (sampling/span_splice.py; 0: off): each stretch of a sampled
 # trace that no training span of this many events covers gets training's events between the
-# same anchors, on workloads whose runs share most long spans. Off by default until measured on
-# every fold (docs/model.md, "Span splice").
+# same anchors, on workloads whose runs share most long spans. Off by default: it brings the
+# windows of a workload that repeats a loop much closer to real by copying more of the training
+# runs, which on fileio went past its held-out run (docs/model.md, "Span splice").
 SPLICE = 0
 # How far a spliced trace's 256-gram copy share of one training run may exceed one training run's
 # share in the others (`SpanTable.natural`) before the splice is undone: the evaluation's margin

@@ -11,18 +11,21 @@ The splice replaces each such stretch with what training actually did there. A p
 *covered* when a 64-event span of the trace that contains it occurs verbatim in a training run and
 no 8-gram through it is unseen. Each uncovered stretch, with its 64 events either side as anchors,
 is matched against the training runs: wherever the left anchor occurs and the right anchor follows
-in the same run, the events between them are a candidate, and the one whose length is closest to
-the stretch's (ties by the seed's draw) takes its place, with its gaps. Where the anchors around a
+in the same run, the events between them are a candidate; the ones whose length is closest to the
+stretch's come first (then the run least taken from, then the seed's draw), and the first that
+makes no verbatim training run over `MAX_COPY` events with what already matches around it takes
+the stretch's place, with its gaps (a splice beside a stretch the model copied would join them;
+`MAX_COPY` is under the run at which the evaluation flags a trace). Where the anchors around a
 stretch occur nowhere in that order, the stretch grows by 8 events at a time, left and right in
-turn, up to `MAX_COPY` events with the anchors (under the length at which the evaluation flags a
-copied run). The sampled trace decides which iterations follow which and where
-the trace goes; training supplies each iteration whole.
+turn, up to `MAX_COPY` events with the anchors. The sampled trace decides which iterations follow
+which and where the trace goes; training supplies each iteration whole.
 
 What it costs is copying: a spliced trace holds more of training's long spans (sqlite 256-gram
-copy share 0.05 -> 0.66, against 0.88 for an independent real run). So it runs only where real runs
-share most of their long spans (the copy guard's `SHARED_SPANS`, from the other side) and a trace
-whose splice would copy more than the training runs copy each other (`natural`) is left as
-sampled. Event types and gaps only: it applies to models of those two channels (`light`).
+copy share 0.05 -> 0.47 with run 3 held out, against 0.88 for that independent real run). So it
+runs only where real runs share most of their long spans (the copy guard's `SHARED_SPANS`, from
+the other side), and `TraceSynth` leaves a trace as sampled where the splice would make it copy
+more of one training run than the least one training run shares with another, plus 0.10. Event
+types and gaps only: it applies to models of those two channels (`light`).
 """
 
 from __future__ import annotations
@@ -37,9 +40,10 @@ ANCHOR = 64  # events of verbatim training either side of a spliced stretch
 SUPPORT_K = 8  # the support corrector's order: an unseen 8-gram marks a slip
 GROW = 8  # events a stretch grows by when its anchors are not found in training
 CANDIDATES = 32  # candidates checked against the copied-run bound, best first
-# The longest verbatim training run one splice writes, anchors included: under the evaluation's
-# `FLAG_MIN_LCS` (1,024), the copied run at which it starts to flag a trace. A stretch, and what
-# replaces it, are at most this less the two anchors (895 events at anchors of 64).
+# The longest verbatim training run a splice may make, anchors and what matches around it
+# included: under the evaluation's `FLAG_MIN_LCS` (1,024), the copied run at which it starts to
+# flag a trace. A stretch, and what replaces it, are at most this less the two anchors (895
+# events at anchors of 64).
 MAX_COPY = 1023
 
 
