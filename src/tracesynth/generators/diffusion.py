@@ -110,9 +110,9 @@ START_ANCHOR = 0
 # windows of a workload that repeats a loop much closer to real by copying more of the training
 # runs, which on fileio went past its held-out run (docs/model.md, "Span splice").
 SPLICE = 0
-# How far a spliced trace's 256-gram copy share of one training run may exceed one training run's
-# share in the others (`SpanTable.natural`) before the splice is undone: the evaluation's margin
-# for copying beyond a held-out run (`evaluation.privacy.FLAG_MARGIN`). Real runs vary this much
+# How far a spliced trace's 256-gram copy share of one training run may exceed the least share
+# one training run has of another before the splice is undone: the evaluation's margin for
+# copying beyond a held-out run (`evaluation.privacy.FLAG_MARGIN`). Real runs vary this much
 # pair to pair (sqlite's three runs' first 32,768 events: 0.57-0.78 of one in another).
 SPLICE_MARGIN = 0.10
 
@@ -320,8 +320,9 @@ class TraceSynth(Generator):
 
     def _splice(self, trace: Trace, workload: str, seed: int, n_events: int) -> Trace:
         """`trace` with training's events in its uncovered stretches (sampling/span_splice.py),
-        cut to `n_events`; as sampled (cut) where the splice would copy more of training's long
-        spans than the training runs copy each other, or leave it short."""
+        cut to `n_events`; as sampled (cut) where the splice would leave it short, or copying more
+        of one training run's long spans than the least one training run has of another, plus
+        `SPLICE_MARGIN`."""
         import pyarrow as pa
 
         from tracesynth.sampling.span_splice import least_shared, run_copy_share, splice
@@ -335,8 +336,8 @@ class TraceSynth(Generator):
                         k=self.splice)
         # Against one training run at a time, beside the least one real run shares with another:
         # a trace spliced from two runs holds more of both together than any one real run would,
-        # and the runs' mean share can sit well above a new run's (fileio: 0.90 between the
-        # training runs, 0.68 for the held-out run; their least, 0.7, is near it).
+        # and a new run may share less than the training runs share with each other (sqlite:
+        # 0.49-0.59 between its training runs, 0.57-0.78 for the first 32,768 events of run 3).
         runs = [c for c, _ in enc.splices.runs(workload)]
         span = enc.copies.span if enc.copies is not None else 256
         share = max(run_copy_share(result.codes[:n_events], c, span) for c in runs)
