@@ -337,7 +337,7 @@ class TraceSynth(Generator):
         # Against one training run at a time, beside the least one real run shares with another:
         # a trace spliced from two runs holds more of both together than any one real run would,
         # and a new run may share less than the training runs share with each other (sqlite:
-        # 0.49-0.59 between its training runs, 0.57-0.78 for the first 32,768 events of run 3).
+        # 0.49 at least between its two training runs, 0.69 and 0.78 for run 3's first 32,768 events).
         runs = [c for c, _ in enc.splices.runs(workload)]
         span = enc.copies.span if enc.copies is not None else 256
         share = max(run_copy_share(result.codes[:n_events], c, span) for c in runs)
