@@ -334,10 +334,10 @@ class TraceSynth(Generator):
         gaps = np.diff(ts, prepend=ts[:1])
         result = splice(codes, gaps, enc.splices.runs(workload), np.random.default_rng([seed, 0x5911CE]),
                         k=self.splice)
-        # Against one training run at a time, beside the least one real run shares with another:
-        # a trace spliced from two runs holds more of both together than any one real run would,
-        # and a new run may share less than the training runs share with each other (sqlite:
-        # 0.49 at least between its two training runs, 0.69 and 0.78 for run 3's first 32,768 events).
+        # Against one training run at a time: a trace spliced from two runs holds more of both
+        # together than one real run would. Real runs' pairwise shares vary (sqlite: 0.49 at least
+        # between its two training runs, 0.69 and 0.78 for run 3's first 32,768 events in each),
+        # so the bound is the least pair's, with the evaluation's margin.
         runs = [c for c, _ in enc.splices.runs(workload)]
         span = enc.copies.span if enc.copies is not None else 256
         share = max(run_copy_share(result.codes[:n_events], c, span) for c in runs)
