@@ -16,42 +16,20 @@ table (said, exit 0): the splice does not apply to it.
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
-import numpy as np
+from refit_args import open_refit
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model_dir", type=Path)
-    parser.add_argument("workload")
-    parser.add_argument("--runs", required=True, help="comma-separated training runs in training order, e.g. 1,2")
-    args = parser.parse_args(argv)
-
-    import tracesynth.datasets as ds
-    from tracesynth.encoding.categorical import UNKNOWN_CLASS
-    from tracesynth.encoding.splices import RunTable
-    from tracesynth.fileio import atomic_path
-    from tracesynth.model.checkpoint import load_model, save_arrays
-
-    _, encoder, _, _ = load_model(args.model_dir, "cpu")
-    if args.workload not in encoder.workloads:
-        print(f"error: {args.model_dir} knows {', '.join(encoder.workloads)}, not {args.workload!r}", file=sys.stderr)
+    opened = open_refit(__doc__.splitlines()[0], argv)
+    if opened is None:
         return 1
-    runs = args.runs.split(",")
-    traces = []
-    for run in runs:
-        trace = ds.load(args.workload, int(run))
-        trace.meta.workload = args.workload
-        traces.append(trace)
-    for run, trace in zip(runs, traces):
-        codes = encoder.event.encode(trace.events.column("event").to_numpy(zero_copy_only=False))
-        if np.any(codes == UNKNOWN_CLASS):
-            print(f"error: {args.model_dir}: run {run} of {args.workload} has event types the model never saw: "
-                  "not its training runs?", file=sys.stderr)
-            return 1
+    args, encoder, traces = opened
+
+    from tracesynth.fileio import atomic_path
+    from tracesynth.model.checkpoint import save_arrays
+
     table = encoder.fit_splices(traces)
     if not table.knows(args.workload):
         share = encoder.copies.natural.get(args.workload) if encoder.copies is not None else None

@@ -15,37 +15,22 @@ nothing. WORKLOAD's runs are the bundled dataset's (`tracesynth.datasets`).
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
-import numpy as np
+from refit_args import open_refit
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model_dir", type=Path)
-    parser.add_argument("workload")
-    parser.add_argument("--runs", required=True, help="comma-separated training runs in training order, e.g. 1,2")
-    args = parser.parse_args(argv)
+    opened = open_refit(__doc__.splitlines()[0], argv)
+    if opened is None:
+        return 1
+    args, encoder, traces = opened
 
-    import tracesynth.datasets as ds
-    from tracesynth.encoding.categorical import UNKNOWN_CLASS
     from tracesynth.encoding.startups import StartupTable
     from tracesynth.fileio import atomic_path
-    from tracesynth.model.checkpoint import load_model, save_arrays
+    from tracesynth.model.checkpoint import save_arrays
 
-    _, encoder, _, _ = load_model(args.model_dir, "cpu")
-    if args.workload not in encoder.workloads:
-        print(f"error: {args.model_dir} knows {', '.join(encoder.workloads)}, not {args.workload!r}", file=sys.stderr)
-        return 1
-    traces = [ds.load(args.workload, int(r)) for r in args.runs.split(",")]
     starts = [encoder.startup_codes(t) for t in traces]
-    for run, codes in zip(args.runs.split(","), starts):
-        if np.any(codes["event"] == UNKNOWN_CLASS):
-            print(f"error: {args.model_dir}: run {run} of {args.workload} has event types the model never saw: "
-                  "not its training runs?", file=sys.stderr)
-            return 1
     table = StartupTable.fit((args.workload, c) for c in starts)
     if encoder.startups is not None:  # keep the other workloads' start-ups of a multi-workload model
         table.runs = {**encoder.startups.runs, args.workload: table.runs[args.workload]}

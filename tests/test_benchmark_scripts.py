@@ -11,7 +11,7 @@ import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 SCRIPTS = sorted(p.name for p in BENCHMARKS.glob("*.py"))
-HELPERS = {"model_dirs.py"}  # imported by the scripts, not run
+HELPERS = {"model_dirs.py", "refit_args.py"}  # imported by the scripts, not run
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
