@@ -10,8 +10,8 @@ with the training events between the same two 64-event anchors, so the model dec
 trace goes and training supplies the iterations. It needs the runs themselves, not hashes: the
 event codes and the gap (ns) before each event.
 
-Kept with the model in `splices.safetensors` (safetensors, never pickle), only for the workloads
-the splice applies to (`SpanTable.natural` at least `SHARED_SPANS`: the copy guard's threshold,
+Kept with a light model (event types and gaps, the channels the splice replaces) in
+`splices.safetensors` (safetensors, never pickle), only for the workloads the splice applies to (`SpanTable.natural` at least `SHARED_SPANS`: the copy guard's threshold,
 from the other side). What that keeps: the training runs' event types and inter-event times, no
 thread ids, arguments or return values; 16 bytes per training event (sqlite's two runs: 2.1 MB).
 A model saved before this table existed has none: no splice (`benchmarks/refit_splices.py`

@@ -123,7 +123,8 @@ class TraceEncoder:
         self.ngrams = EventNGrams.fit(codes, self.event.vocab_size, k=self.ngram_order)
         self.cadence = CadenceTable.fit(codes)
         self.startups = StartupTable.fit((t.meta.workload or "default", self.startup_codes(t)) for t in traces)
-        self.splices = self.fit_splices(traces)
+        # the splice replaces event types and gaps only: a model with other channels keeps no runs
+        self.splices = self.fit_splices(traces) if set(self.channels) == {"event", "dt"} else None
         return self
 
     def fit_splices(self, traces: Sequence[Trace]) -> RunTable:
