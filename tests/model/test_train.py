@@ -236,8 +236,8 @@ def test_keep_best_keeps_the_weights_of_the_lowest_validation_loss(tmp_path):
     best = tmp_path / "m" / "best"
     assert sorted(p.name for p in best.iterdir()) == ["cadence.safetensors", "config.json", "copies.safetensors",
                                                       "encoder.json", "model.safetensors", "ngrams.safetensors",
-                                                      "startups.safetensors", "state.json",
-                                                      "support.safetensors"]  # no optimizer
+                                                      "splices.safetensors", "startups.safetensors", "state.json",
+                                                      "support.safetensors"]  # no optimizer; a light model's runs
     assert _same(load_file(str(best / "model.safetensors")), at_checkpoint[4])
     assert not _same(load_file(str(best / "model.safetensors")), at_checkpoint[24])
     loaded, enc2, _, best_state = load_model(best)
