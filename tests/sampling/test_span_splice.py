@@ -9,7 +9,8 @@ import pytest
 import tracesynth.datasets as ds
 from tracesynth.encoding.trace_encoder import TraceEncoder, _gaps
 from tracesynth.evaluation.windows import in_sorted, kgram_hashes
-from tracesynth.sampling.span_splice import covered, run_copy_share, splice
+from tracesynth.sampling import span_splice
+from tracesynth.sampling.span_splice import PHASE, Training, covered, least_shared, run_copy_share, splice
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,10 @@ def test_planted_slips_are_replaced_by_training_events_and_the_rest_stays(sqlite
     assert result.spliced >= len(at) - 2 and result.unmatched <= 2
     assert _unseen(result.codes, runs) <= _unseen(held_out, runs) + 16  # at most two slips left
     assert len(result.codes) == len(result.gaps)
-    assert abs(len(result.codes) - len(slipped)) <= len(at) * 16  # stretches keep about their length
+    # each replacement is a path between the same anchors, at most twice its stretch (a planted
+    # slip's is under 64 events) and the anchors: the run's same phase comes before the closest length
+    assert all(length <= 2 * 64 + 2 * 64 for _, _, _, length in result.sources)
+    assert abs(len(result.codes) - len(slipped)) <= len(at) * 128
     # what was not spliced is the trace's own: the first 64 events (the first anchor) at least
     assert np.array_equal(result.codes[:64], slipped[:64]) and np.array_equal(result.gaps[1:64], slipped_gaps[1:64])
     assert 0 < result.from_training < len(result.codes) // 2
@@ -104,3 +108,48 @@ def test_a_splice_never_joins_copied_stretches_into_a_run_longer_than_max_copy(s
     # with room for it, the slip goes and the run is itself again
     free = splice(slipped, slipped_gaps, runs, np.random.default_rng(0), max_copy=4000)
     assert free.spliced == 1 and _unseen(free.codes, runs) == 0
+
+
+def test_spliced_events_come_from_the_stretchs_own_phase_of_the_run(sqlite):
+    """sqlite's windows lose event entropy as a run goes on: an iteration from elsewhere in the
+    run brings that phase with it, so candidates near the stretch's own place come first."""
+    _, runs, held_out, gaps = sqlite
+    slipped, slipped_gaps, at = _plant(held_out, gaps, every=400, seed=2)
+    result = splice(slipped, slipped_gaps, runs, np.random.default_rng(0))
+    assert len(result.sources) == result.spliced >= len(at) - 2
+    for start, run, offset, length in result.sources:
+        assert np.array_equal(result.codes[start:start + length], runs[run][0][offset:offset + length])
+        assert np.array_equal(result.gaps[start:start + length], runs[run][1][offset:offset + length])
+    # run 3 is not event for event where the training runs are (its start-up differs), but close:
+    # a candidate from anywhere in a 66,000-event run would be ~20,000 events off
+    drift = np.array([abs(offset - start) for start, _, offset, _ in result.sources])
+    assert np.median(drift) < 2 * PHASE and drift.max() < 8 * PHASE
+
+
+def test_a_stretch_too_long_for_anchors_of_64_is_spliced_between_shorter_ones(sqlite, monkeypatch):
+    _, runs, held_out, gaps = sqlite
+    # 900 events of noise (and the 7 either side whose 8-grams hold some): more than the 895 that
+    # fit between anchors of 64 under MAX_COPY, fewer than between anchors of 32. At event 4,000:
+    # before it, run 3 is training's start-up for over 1,023 events, and no splice may join that.
+    noise = np.random.default_rng(3).integers(2, 40, 900)
+    slipped = np.concatenate([held_out[:4000], noise, held_out[4000:]])
+    slipped_gaps = np.concatenate([gaps[:4000], np.ones(900, dtype=np.int64), gaps[4000:]])
+    result = splice(slipped, slipped_gaps, runs, np.random.default_rng(0))
+    assert result.unmatched == 0 and _unseen(result.codes, runs) <= _unseen(held_out, runs)
+    start, run, offset, length = result.sources[0]
+    assert start <= 4000 and start + length >= 4000 + 100  # training's events where the noise began
+    assert np.array_equal(result.codes[start:start + length], runs[run][0][offset:offset + length])
+    monkeypatch.setattr(span_splice, "MIN_ANCHOR", 64)  # anchors of 64 alone: the stretch stays
+    assert splice(slipped, slipped_gaps, runs, np.random.default_rng(0)).unmatched == 1
+
+
+def test_an_indexed_training_set_gives_what_the_runs_give(sqlite):
+    _, runs, held_out, gaps = sqlite
+    slipped, slipped_gaps, _ = _plant(held_out, gaps, seed=4)
+    training = Training(runs)
+    a = splice(slipped, slipped_gaps, runs, np.random.default_rng(9))
+    b = splice(slipped, slipped_gaps, training, np.random.default_rng(9))
+    c = splice(slipped, slipped_gaps, training, np.random.default_rng(9))  # indexes reused
+    assert np.array_equal(a.codes, b.codes) and np.array_equal(b.codes, c.codes) and a.sources == c.sources
+    assert training.most_copied(held_out, 256) == max(run_copy_share(held_out, c_, 256) for c_, _ in runs)
+    assert training.least_shared(256) == least_shared([c_ for c_, _ in runs], 256)

@@ -30,7 +30,7 @@ METRIC_COLUMNS = [
     "serial_breaks_per_1k_real", "edits_per_1k", "copy_rate_256", "copy_rate_256_holdout", "unseen_8gram",
     "unseen_8gram_holdout", "repeats", "repeats_real", "startup_edits", "startup_edits_real",
     "startup_unseen_8gram", "startup_unseen_8gram_real", "cadence_octaves", "cadence_octaves_real",
-    "privacy_flagged", "event_jsd", "event_jsd_floor",
+    "privacy_flagged", "splice_from_training", "event_jsd", "event_jsd_floor",
     "train_seconds", "sample_seconds", "gen_events_per_s", "eval_seconds", "events_train", "events_test",
     "events_synthetic", "events_matched", "matched_events_per_s", "train_steps", "params",
     "best_step",

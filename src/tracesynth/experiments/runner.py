@@ -518,7 +518,11 @@ def _run_cell(config, cell, generator, train_seconds, info, split, steps, report
         metrics["events_matched"] = sum(len(t) for t, _ in sized)
         metrics["matched_events_per_s"] = metrics["events_matched"] / max(sum(s for _, s in sized), 1e-9)
     edits = synthetic.meta.extra.get("repair_edits")
+    splice = synthetic.meta.extra.get("splice")
     metrics.update({
+        # share of the trace's events the span splice took from training (0: undone; None: no splice)
+        "splice_from_training": (splice["events_from_training"] / len(synthetic) if splice.get("kept") else 0.0)
+        if splice else None,
         "edits_per_1k": 1000.0 * edits / len(synthetic) if edits is not None else None,
         "train_seconds": train_seconds,
         "sample_seconds": sample_seconds,

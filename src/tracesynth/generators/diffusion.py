@@ -318,6 +318,18 @@ class TraceSynth(Generator):
         return bool(self.splice) and set(enc.channels) == {"event", "dt"} and enc.splices is not None \
             and enc.splices.knows(workload)
 
+    def _splice_training(self, workload: str):
+        """`workload`'s training runs indexed for the splice (`span_splice.Training`), built on
+        first use and kept: every trace of the workload looks up the same runs."""
+        from tracesynth.sampling.span_splice import Training
+
+        table = self.encoder_.splices
+        cache = self.__dict__.setdefault("_splice_cache", {})
+        key = (id(table), workload)  # the table is kept in the value, so its id is not reused
+        if key not in cache:
+            cache[key] = (table, Training(table.runs(workload)))
+        return cache[key][1]
+
     def _splice(self, trace: Trace, workload: str, seed: int, n_events: int) -> Trace:
         """`trace` with training's events in its uncovered stretches (sampling/span_splice.py),
         cut to `n_events`; as sampled (cut) where the splice would leave it short, or copying more
@@ -325,26 +337,26 @@ class TraceSynth(Generator):
         `SPLICE_MARGIN`."""
         import pyarrow as pa
 
-        from tracesynth.sampling.span_splice import least_shared, run_copy_share, splice
+        from tracesynth.sampling.span_splice import splice
 
         enc = self.encoder_
         events = trace.events
         ts = events.column("ts").to_numpy().astype(np.int64)
         codes = enc.event.encode(events.column("event").to_numpy(zero_copy_only=False))
         gaps = np.diff(ts, prepend=ts[:1])
-        result = splice(codes, gaps, enc.splices.runs(workload), np.random.default_rng([seed, 0x5911CE]),
-                        k=self.splice)
+        training = self._splice_training(workload)
+        result = splice(codes, gaps, training, np.random.default_rng([seed, 0x5911CE]), k=self.splice)
         # Against one training run at a time: a trace spliced from two runs holds more of both
         # together than one real run would. Real runs' pairwise shares vary (sqlite: 0.49 at least
         # between its two training runs, 0.69 and 0.78 for run 3's first 32,768 events in each),
         # so the bound is the least pair's, with the evaluation's margin.
-        runs = [c for c, _ in enc.splices.runs(workload)]
         span = enc.copies.span if enc.copies is not None else 256
-        share = max(run_copy_share(result.codes[:n_events], c, span) for c in runs)
-        natural = least_shared(runs, span)
+        share = training.most_copied(result.codes[:n_events], span)
+        natural = training.least_shared(span)
+        taken = sum(max(0, min(length, n_events - start)) for start, _, _, length in result.sources)
         info = {"anchor": self.splice, "stretches": result.spliced, "unmatched": result.unmatched,
-                "events_from_training": result.from_training, "copy_share_256_one_run": round(share, 4),
-                "training_runs_least_share": round(natural, 4)}
+                "events_from_training": taken,  # of the trace as cut to n_events
+                "copy_share_256_one_run": round(share, 4), "training_runs_least_share": round(natural, 4)}
         if len(result.codes) < n_events or share > natural + SPLICE_MARGIN:
             info["kept"] = False
             info["why"] = (f"{len(result.codes)} events after the splice, {n_events} asked" if len(result.codes) < n_events

@@ -11,14 +11,17 @@ The splice replaces each such stretch with what training actually did there. A p
 *covered* when a 64-event span of the trace that contains it occurs verbatim in a training run and
 no 8-gram through it is unseen. Each uncovered stretch, with its 64 events either side as anchors,
 is matched against the training runs: wherever the left anchor occurs and the right anchor follows
-in the same run, the events between them are a candidate; the ones whose length is closest to the
-stretch's come first (then the run least taken from, then the seed's draw), and the first that
-makes no verbatim training run over `MAX_COPY` events with what already matches around it takes
-the stretch's place, with its gaps (a splice beside a stretch the model copied would join them;
+in the same run, the events between them are a candidate (per left anchor, the paths closest to
+the stretch's length). The ones from the same part of their run as the stretch is of the trace
+come first (`PHASE`: a run changes as it goes, and an iteration from elsewhere brings its phase),
+then the closest in length, the run least taken from, the seed's draw; the first that makes no
+verbatim training run over `MAX_COPY` events with what already matches around it takes the
+stretch's place, with its gaps (a splice beside a stretch the model copied would join them;
 `MAX_COPY` is under the run at which the evaluation flags a trace). Where the anchors around a
 stretch occur nowhere in that order, the stretch grows by 8 events at a time, left and right in
-turn, up to `MAX_COPY` events with the anchors. The sampled trace decides which iterations follow
-which and where the trace goes; training supplies each iteration whole.
+turn, up to `MAX_COPY` events with the anchors; where that finds none, anchors half as long are
+tried, down to `MIN_ANCHOR`. The sampled trace decides which iterations follow which and where
+the trace goes; training supplies each iteration whole.
 
 What it costs is copying: a spliced trace holds more of training's long spans (sqlite 256-gram
 copy share 0.05 -> 0.47 with run 3 held out, against 0.88 for that independent real run). So it
@@ -30,13 +33,19 @@ types and gaps only: it applies to models of those two channels (`light`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from tracesynth.evaluation.windows import in_sorted, kgram_hashes
 
 ANCHOR = 64  # events of verbatim training either side of a spliced stretch
+MIN_ANCHOR = 16  # a stretch whose anchors occur nowhere in training tries anchors half as long, down to this
+# Candidates are ranked by how far from the stretch's own place they sit in their training run, in
+# steps of this many events, before their length: a run changes as it goes (sqlite's windows lose
+# 0.3-0.5 bits of event entropy from its first quarter to its last as the database grows), and an
+# iteration from elsewhere in the run brings that other phase with it.
+PHASE = 256
 SUPPORT_K = 8  # the support corrector's order: an unseen 8-gram marks a slip
 GROW = 8  # events a stretch grows by when its anchors are not found in training
 CANDIDATES = 32  # candidates checked against the copied-run bound, best first
@@ -54,6 +63,52 @@ class SpliceResult:
     spliced: int  # stretches replaced
     unmatched: int  # stretches left as sampled (no anchors within max_copy)
     from_training: int  # events of the result that came from training
+    # per spliced stretch: (where it starts in the result, training run, where in that run, events)
+    sources: list[tuple[int, int, int, int]] = field(default_factory=list)
+
+
+class Training:
+    """One workload's training runs, indexed for the splice: built once per model and workload
+    (`TraceSynth` keeps one per workload) rather than on every trace: the anchor indexes, the
+    1,024-gram and 8-gram hash sets and the least pairwise share."""
+
+    def __init__(self, runs: list[tuple[np.ndarray, np.ndarray]]):
+        self.runs = [(np.asarray(c, dtype=np.int64), np.asarray(g, dtype=np.int64)) for c, g in runs]
+        self.codes = np.concatenate([c for c, _ in self.runs]) if self.runs else np.zeros(0, np.int64)
+        self.gaps = np.concatenate([g for _, g in self.runs]) if self.runs else np.zeros(0, np.int64)
+        self._indices: dict[int, _Index] = {}
+        self._grams: dict[int, np.ndarray] = {}
+        self._per_run: dict[tuple[int, int], np.ndarray] = {}
+        self._least: dict[int, float] = {}
+
+    def index(self, k: int) -> _Index:
+        if k not in self._indices:
+            self._indices[k] = _Index(self.runs, k)
+        return self._indices[k]
+
+    def grams(self, k: int) -> np.ndarray:
+        """Sorted hashes of every k-gram of every run."""
+        if k not in self._grams:
+            self._grams[k] = np.unique(np.concatenate([kgram_hashes(c, k) for c, _ in self.runs]))
+        return self._grams[k]
+
+    def most_copied(self, codes: np.ndarray, span: int) -> float:
+        """The largest share of `codes`' `span`-grams found in any one training run (what
+        `run_copy_share` gives for the run copied most)."""
+        grams = kgram_hashes(np.asarray(codes, dtype=np.int64), span)
+        if not len(grams):
+            return 0.0
+        return max(float(in_sorted(grams, self._run_grams(r, span)).mean()) for r in range(len(self.runs)))
+
+    def _run_grams(self, r: int, span: int) -> np.ndarray:
+        if (r, span) not in self._per_run:
+            self._per_run[r, span] = np.unique(kgram_hashes(self.runs[r][0], span))
+        return self._per_run[r, span]
+
+    def least_shared(self, span: int) -> float:
+        if span not in self._least:
+            self._least[span] = least_shared([c for c, _ in self.runs], span)
+        return self._least[span]
 
 
 class _Index:
@@ -72,6 +127,7 @@ class _Index:
         order = np.argsort(h, kind="stable")
         self.hashes, self.positions = h[order], np.concatenate(positions or [np.zeros(0, np.int64)])[order]
         self.runs = np.concatenate(run_ids or [np.zeros(0, np.int64)])[order]
+        self.offsets = np.cumsum([0] + [len(c) for c, _ in runs[:-1]]).astype(np.int64)  # each run's first
         self.k = k
 
     def find(self, gram_hash: np.uint64) -> tuple[np.ndarray, np.ndarray]:
@@ -98,27 +154,26 @@ def covered(codes: np.ndarray, spans: np.ndarray, support: np.ndarray, k: int = 
     return ok
 
 
-def splice(codes: np.ndarray, gaps: np.ndarray, runs: list[tuple[np.ndarray, np.ndarray]],
+def splice(codes: np.ndarray, gaps: np.ndarray, runs: Training | list[tuple[np.ndarray, np.ndarray]],
            rng: np.random.Generator, k: int = ANCHOR, max_copy: int = MAX_COPY, keep: int = 0) -> SpliceResult:
     """Splice training's events into the uncovered stretches of `codes` (module docstring).
-    `runs`: (codes, gaps) of each training run; the first `keep` events stay as they are (known
-    events, e.g. a prefix)."""
+    `runs`: (codes, gaps) of each training run, or a `Training` built from them (reused across
+    calls); the first `keep` events stay as they are (known events, e.g. a prefix)."""
     codes, gaps = np.asarray(codes, dtype=np.int64), np.asarray(gaps, dtype=np.int64)
     n = len(codes)
     max_span = max_copy - 2 * k
-    if not runs or n < 2 * k + 1 or max_span < 1:
+    training = runs if isinstance(runs, Training) else Training(runs)
+    if not training.runs or n < 2 * k + 1 or max_span < 1:
         return SpliceResult(codes, gaps, 0, 0, 0)
-    index = _Index(runs, k)
-    train_codes = np.concatenate([c for c, _ in runs])
-    train_gaps = np.concatenate([g for _, g in runs])
-    long_grams = np.unique(np.concatenate([kgram_hashes(c, max_copy + 1) for c, _ in runs]))
-    support = np.unique(np.concatenate([kgram_hashes(c, SUPPORT_K) for c, _ in runs]))
-    ok = covered(codes, np.unique(index.hashes), support, k)
+    train_codes, train_gaps = training.codes, training.gaps
+    long_grams = training.grams(max_copy + 1)
+    ok = covered(codes, training.grams(k), training.grams(SUPPORT_K), k)
     ok[:keep] = True
     pieces: list[tuple[np.ndarray, np.ndarray, bool]] = []
     done = 0  # events of `codes` already placed in `pieces`
     spliced = unmatched = 0
-    taken = np.zeros(len(runs), dtype=np.int64)  # events taken from each training run
+    sources: list[tuple[int, int, int, int]] = []
+    taken = np.zeros(len(training.runs), dtype=np.int64)  # events taken from each training run
     i = 0
     while i < n:
         if ok[i]:
@@ -127,14 +182,20 @@ def splice(codes: np.ndarray, gaps: np.ndarray, runs: list[tuple[np.ndarray, np.
         end = i
         while end < n and not ok[end]:
             end += 1
-        match, lo, hi = _match(codes, i, end, done, index, taken, rng, k, max_span)
-        if match is not None:
-            # the first candidate that, with what already matches training around it, makes no
-            # verbatim run longer than max_copy (a splice next to a copied stretch would join them)
-            before = np.concatenate([p[0] for p in pieces] + [codes[done:lo - k]])
-            match = next(((int(a), int(b), int(r)) for a, b, r in zip(*match)
-                          if not _makes_long_copy(before, codes[hi + k:], train_codes, int(a), int(b), k, long_grams,
-                                                  max_copy)), None)
+        placed = sum(len(p[0]) for p in pieces)  # where codes[done] lands in the output
+        match = None
+        for anchor in _anchors(k):
+            match, lo, hi = _match(codes, i, end, done, placed - done, training.index(anchor), taken, rng, anchor,
+                                   max_copy - 2 * anchor)
+            if match is not None:
+                # the first candidate that, with what already matches training around it, makes no
+                # verbatim run longer than max_copy (a splice next to a copied stretch would join them)
+                before = _tail(pieces, codes[done:lo - anchor], max_copy)
+                match = next(((int(a), int(b), int(r)) for a, b, r in zip(*match)
+                              if not _makes_long_copy(before, codes[hi + anchor:], train_codes, int(a), int(b), anchor,
+                                                      long_grams, max_copy)), None)
+            if match is not None:
+                break
         if match is None:
             unmatched += 1
             i = end
@@ -142,6 +203,7 @@ def splice(codes: np.ndarray, gaps: np.ndarray, runs: list[tuple[np.ndarray, np.
         a, b, run = match
         taken[run] += b - a
         pieces.append((codes[done:lo], gaps[done:lo], False))
+        sources.append((placed + lo - done, run, a - int(training.index(k).offsets[run]), b - a))
         pieces.append((train_codes[a:b], train_gaps[a:b], True))
         done = hi
         spliced += 1
@@ -151,13 +213,34 @@ def splice(codes: np.ndarray, gaps: np.ndarray, runs: list[tuple[np.ndarray, np.
     out_gaps = np.concatenate([p[1] for p in pieces])
     if len(out_gaps):
         out_gaps[0] = gaps[0]
-    return SpliceResult(out_codes, out_gaps, spliced, unmatched, int(sum(len(p[0]) for p in pieces if p[2])))
+    return SpliceResult(out_codes, out_gaps, spliced, unmatched, int(sum(len(p[0]) for p in pieces if p[2])), sources)
 
 
-def _match(codes, start, end, done, index: _Index, taken, rng, k, max_span):
+def _tail(pieces, last: np.ndarray, limit: int) -> np.ndarray:
+    """The last `limit` events of the output so far: what is placed (`pieces`), then `last`."""
+    parts, have = [last[max(0, len(last) - limit):]], min(len(last), limit)
+    for piece in reversed(pieces):
+        if have >= limit:
+            break
+        parts.append(piece[0][max(0, len(piece[0]) - (limit - have)):])
+        have += len(parts[-1])
+    return np.concatenate(parts[::-1])
+
+
+def _anchors(k: int) -> list[int]:
+    """The anchor lengths a stretch tries, longest first: `k`, then halves down to `MIN_ANCHOR`
+    (sqlite, seed 0: 23 of 119 stretches found no 64-event anchors, 10 none at 16)."""
+    out = [k]
+    while out[-1] // 2 >= MIN_ANCHOR:
+        out.append(out[-1] // 2)
+    return out
+
+
+def _match(codes, start, end, done, shift, index: _Index, taken, rng, k, max_span):
     """((a, b, run) arrays of candidates, best first: training events a..b-1 of a run to put in place
     of codes[lo:hi]; lo, hi) for the uncovered stretch codes[start:end], or (None, start, end): the
-    anchors are codes[lo-k:lo] and codes[hi:hi+k]."""
+    anchors are codes[lo-k:lo] and codes[hi:hi+k]. `shift`: what earlier splices moved codes[lo] by
+    in the output (its place there is lo + shift)."""
     n = len(codes)
     lo, hi = start, end
     grow_left = True
@@ -185,11 +268,12 @@ def _match(codes, start, end, done, index: _Index, taken, rng, k, max_span):
                 same = (rr[j] == lr[which]) & (gap >= 0) & (gap <= longest)
                 if same.any():
                     a_, q_, r_ = first[which][same], rp[j][same], lr[which][same]
-                    # closest in length first; then the run least taken from so far, so that
-                    # no one training run is copied more than the others
+                    # nearest the stretch's place in the trace (in PHASE steps: the same phase of
+                    # the run), then closest in length, then the run least taken from so far (no
+                    # one training run copied more than the others), then the seed's draw
+                    phase = np.abs((a_ - index.offsets[r_]) - (lo + shift)) // PHASE
                     off = np.abs((q_ - a_) - want)
-                    score = off * (int(taken.max()) + 1) + taken[r_]
-                    order = np.lexsort((rng.random(len(score)), score))[:CANDIDATES]
+                    order = np.lexsort((rng.random(len(off)), taken[r_], off, phase))[:CANDIDATES]
                     return (a_[order], q_[order], r_[order]), lo, hi
         # grow one side, in turn (the other where one is at its limit): left no further than leaves
         # room for an anchor after what is already placed, right no further than leaves one before the end
