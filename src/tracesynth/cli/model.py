@@ -376,21 +376,9 @@ def _anchor_note(gen, trace, workload: str, seed: int) -> str:
 
 def _splice_note(gen, trace, workload: str) -> str:
     """One line on the span splice: how much of the trace is training's, or why none."""
-    from tracesynth.encoding.copies import SHARED_SPANS
-
-    enc = gen.encoder_
-    if not gen.splice:
-        return ("span splice: off (--splice 64 puts training's events where the trace leaves its "
-                "training runs' grammar, on workloads whose runs share most long spans)")
-    if set(enc.channels) != {"event", "dt"}:
-        return "span splice: off (it applies to models of event types and gaps only: --channels light)"
-    if enc.splices is None:
-        return "span splice: off (model saved without its training runs; benchmarks/refit_splices.py adds them)"
-    if not enc.splices.knows(workload):
-        share = enc.copies.natural.get(workload) if enc.copies is not None else None
-        shared = "few" if share is None else f"{share:.2f}"
-        return (f"span splice: off ({workload}'s training runs share {shared} of their 256-event spans; "
-                f"it applies from {SHARED_SPANS:.2f})")
+    off = gen.splice_off(workload)
+    if off is not None:
+        return f"span splice: off ({off})"
     info = trace.meta.extra.get("splice", {})
     if not info.get("kept"):
         return f"span splice: undone ({info.get('why', 'nothing to splice')})"

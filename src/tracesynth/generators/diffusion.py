@@ -314,9 +314,25 @@ class TraceSynth(Generator):
         """Whether `draw` splices training spans into `workload`'s traces: `splice` is on, the
         model has the two channels it applies to (event types and gaps) and the splice table
         for `workload` (kept where the training runs share most long spans)."""
+        return self.splice_off(workload) is None
+
+    def splice_off(self, workload: str) -> str | None:
+        """Why `draw` does not splice `workload`'s traces, in words (None: it does)."""
+        from tracesynth.encoding.copies import SHARED_SPANS
+
         enc = self.encoder_
-        return bool(self.splice) and set(enc.channels) == {"event", "dt"} and enc.splices is not None \
-            and enc.splices.knows(workload)
+        if not self.splice:
+            return "--splice 64 puts training's events where the trace leaves its training runs' grammar, " \
+                   "on workloads whose runs share most long spans"
+        if set(enc.channels) != {"event", "dt"}:
+            return "it applies to models of event types and gaps only: --channels light"
+        if enc.splices is None:
+            return "model saved without its training runs; benchmarks/refit_splices.py adds them"
+        if not enc.splices.knows(workload):
+            share = enc.copies.natural.get(workload) if enc.copies is not None else None
+            shared = "few" if share is None else f"{share:.2f}"
+            return f"{workload}'s training runs share {shared} of their 256-event spans; it applies from {SHARED_SPANS:.2f}"
+        return None
 
     def _splice_training(self, workload: str):
         """`workload`'s training runs indexed for the splice (`span_splice.Training`), built on

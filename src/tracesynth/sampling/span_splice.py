@@ -42,9 +42,9 @@ from tracesynth.evaluation.windows import in_sorted, kgram_hashes
 ANCHOR = 64  # events of verbatim training either side of a spliced stretch
 MIN_ANCHOR = 16  # a stretch whose anchors occur nowhere in training tries anchors half as long, down to this
 # Candidates are ranked by how far from the stretch's own place they sit in their training run, in
-# steps of this many events, before their length: a run changes as it goes (sqlite's windows lose
-# 0.3-0.5 bits of event entropy from its first quarter to its last as the database grows), and an
-# iteration from elsewhere in the run brings that other phase with it.
+# steps of this many events, before their length: a run changes as it goes (sqlite's 512-event
+# windows hold 3.70 bits of event entropy in a run's first quarter, 3.16 in its last), and an
+# iteration from elsewhere in the run brings that other phase with it (docs/model.md, "Span splice").
 PHASE = 256
 SUPPORT_K = 8  # the support corrector's order: an unseen 8-gram marks a slip
 GROW = 8  # events a stretch grows by when its anchors are not found in training
@@ -127,7 +127,7 @@ class _Index:
         order = np.argsort(h, kind="stable")
         self.hashes, self.positions = h[order], np.concatenate(positions or [np.zeros(0, np.int64)])[order]
         self.runs = np.concatenate(run_ids or [np.zeros(0, np.int64)])[order]
-        self.offsets = np.cumsum([0] + [len(c) for c, _ in runs[:-1]]).astype(np.int64)  # each run's first
+        self.offsets = np.cumsum([0] + [len(c) for c, _ in runs[:-1]]).astype(np.int64)  # where each run begins
         self.k = k
 
     def find(self, gram_hash: np.uint64) -> tuple[np.ndarray, np.ndarray]:
