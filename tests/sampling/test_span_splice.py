@@ -124,6 +124,9 @@ def test_spliced_events_come_from_the_stretchs_own_phase_of_the_run(sqlite):
     # a candidate from anywhere in a 66,000-event run would be ~20,000 events off
     drift = np.array([abs(offset - start) for start, _, offset, _ in result.sources])
     assert np.median(drift) < 2 * PHASE and drift.max() < 8 * PHASE
+    # ranked by length alone, candidates come from anywhere in the runs
+    anywhere = splice(slipped, slipped_gaps, runs, np.random.default_rng(0), phase=False)
+    assert np.median([abs(offset - start) for start, _, offset, _ in anywhere.sources]) > 2 * np.median(drift)
 
 
 def test_a_stretch_too_long_for_anchors_of_64_is_spliced_between_shorter_ones(sqlite, monkeypatch):

@@ -155,10 +155,12 @@ def covered(codes: np.ndarray, spans: np.ndarray, support: np.ndarray, k: int = 
 
 
 def splice(codes: np.ndarray, gaps: np.ndarray, runs: Training | list[tuple[np.ndarray, np.ndarray]],
-           rng: np.random.Generator, k: int = ANCHOR, max_copy: int = MAX_COPY, keep: int = 0) -> SpliceResult:
+           rng: np.random.Generator, k: int = ANCHOR, max_copy: int = MAX_COPY, keep: int = 0,
+           phase: bool = True) -> SpliceResult:
     """Splice training's events into the uncovered stretches of `codes` (module docstring).
     `runs`: (codes, gaps) of each training run, or a `Training` built from them (reused across
-    calls); the first `keep` events stay as they are (known events, e.g. a prefix)."""
+    calls); the first `keep` events stay as they are (known events, e.g. a prefix); `phase`:
+    rank candidates by their place in the run first (False: by length first, from anywhere)."""
     codes, gaps = np.asarray(codes, dtype=np.int64), np.asarray(gaps, dtype=np.int64)
     n = len(codes)
     max_span = max_copy - 2 * k
@@ -185,8 +187,8 @@ def splice(codes: np.ndarray, gaps: np.ndarray, runs: Training | list[tuple[np.n
         placed = sum(len(p[0]) for p in pieces)  # where codes[done] lands in the output
         match = None
         for anchor in _anchors(k):
-            match, lo, hi = _match(codes, i, end, done, placed - done, training.index(anchor), taken, rng, anchor,
-                                   max_copy - 2 * anchor)
+            match, lo, hi = _match(codes, i, end, done, placed - done if phase else None, training.index(anchor),
+                                   taken, rng, anchor, max_copy - 2 * anchor)
             if match is not None:
                 # the first candidate that, with what already matches training around it, makes no
                 # verbatim run longer than max_copy (a splice next to a copied stretch would join them)
@@ -240,7 +242,7 @@ def _match(codes, start, end, done, shift, index: _Index, taken, rng, k, max_spa
     """((a, b, run) arrays of candidates, best first: training events a..b-1 of a run to put in place
     of codes[lo:hi]; lo, hi) for the uncovered stretch codes[start:end], or (None, start, end): the
     anchors are codes[lo-k:lo] and codes[hi:hi+k]. `shift`: what earlier splices moved codes[lo] by
-    in the output (its place there is lo + shift)."""
+    in the output (its place there is lo + shift; None: candidates from anywhere in a run)."""
     n = len(codes)
     lo, hi = start, end
     grow_left = True
@@ -271,7 +273,8 @@ def _match(codes, start, end, done, shift, index: _Index, taken, rng, k, max_spa
                     # nearest the stretch's place in the trace (in PHASE steps: the same phase of
                     # the run), then closest in length, then the run least taken from so far (no
                     # one training run copied more than the others), then the seed's draw
-                    phase = np.abs((a_ - index.offsets[r_]) - (lo + shift)) // PHASE
+                    phase = (np.abs((a_ - index.offsets[r_]) - (lo + shift)) // PHASE if shift is not None
+                             else np.zeros(len(a_), dtype=np.int64))
                     off = np.abs((q_ - a_) - want)
                     order = np.lexsort((rng.random(len(off)), taken[r_], off, phase))[:CANDIDATES]
                     return (a_[order], q_[order], r_[order]), lo, hi
