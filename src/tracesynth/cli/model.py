@@ -382,8 +382,10 @@ def _splice_note(gen, trace, workload: str) -> str:
     info = trace.meta.extra.get("splice", {})
     if not info.get("kept"):
         return f"span splice: undone ({info.get('why', 'nothing to splice')})"
+    where = ("from their own phase of the runs" if info.get("by_phase", True)
+             else "by length from anywhere: by phase it copied more than the bound")
     return (f"span splice: {info['stretches']} stretches, {info['events_from_training']:,} events from training "
-            f"(anchors of {info['anchor']}); 256-gram copy share of one training run "
+            f"(anchors of {info['anchor']}, {where}); 256-gram copy share of one training run "
             f"{info['copy_share_256_one_run']:.2f}, one training run of another at least {info['training_runs_least_share']:.2f}")
 
 
