@@ -350,7 +350,7 @@ class TraceSynth(Generator):
         """`trace` with training's events in its uncovered stretches (sampling/span_splice.py),
         cut to `n_events`; as sampled (cut) where the splice would leave it short, or copying more
         of one training run's long spans than the least one training run has of another, plus
-        `SPLICE_MARGIN`."""
+        `SPLICE_MARGIN`, with candidates ranked by phase and by length alike."""
         import pyarrow as pa
 
         from tracesynth.sampling.span_splice import splice

@@ -24,11 +24,12 @@ tried, down to `MIN_ANCHOR`. The sampled trace decides which iterations follow w
 the trace goes; training supplies each iteration whole.
 
 What it costs is copying: a spliced trace holds more of training's long spans (sqlite 256-gram
-copy share 0.05 -> 0.47 with run 3 held out, against 0.88 for that independent real run). So it
+copy share 0.05 -> 0.59 with run 3 held out, against 0.88 for that independent real run). So it
 runs only where real runs share most of their long spans (the copy guard's `SHARED_SPANS`, from
-the other side), and `TraceSynth` leaves a trace as sampled where the splice would make it copy
-more of one training run than the least one training run shares with another, plus 0.10. Event
-types and gaps only: it applies to models of those two channels (`light`).
+the other side), and where the splice would make a trace copy more of one training run than the
+least one training run shares with another, plus 0.10, `TraceSynth` splices it again by length
+from anywhere (`phase=False`: phase aligns a trace with one run), and failing that leaves it as
+sampled. Event types and gaps only: it applies to models of those two channels (`light`).
 """
 
 from __future__ import annotations
