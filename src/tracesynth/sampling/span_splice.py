@@ -63,9 +63,13 @@ class SpliceResult:
     gaps: np.ndarray
     spliced: int  # stretches replaced
     unmatched: int  # stretches left as sampled (no anchors within max_copy)
-    from_training: int  # events of the result that came from training
     # per spliced stretch: (where it starts in the result, training run, where in that run, events)
     sources: list[tuple[int, int, int, int]] = field(default_factory=list)
+
+    @property
+    def from_training(self) -> int:
+        """Events of the result that came from training."""
+        return sum(length for *_, length in self.sources)
 
 
 class Training:
@@ -167,13 +171,14 @@ def splice(codes: np.ndarray, gaps: np.ndarray, runs: Training | list[tuple[np.n
     max_span = max_copy - 2 * k
     training = runs if isinstance(runs, Training) else Training(runs)
     if not training.runs or n < 2 * k + 1 or max_span < 1:
-        return SpliceResult(codes, gaps, 0, 0, 0)
+        return SpliceResult(codes, gaps, 0, 0)
     train_codes, train_gaps = training.codes, training.gaps
     long_grams = training.grams(max_copy + 1)
     ok = covered(codes, training.grams(k), training.grams(SUPPORT_K), k)
     ok[:keep] = True
-    pieces: list[tuple[np.ndarray, np.ndarray, bool]] = []
+    pieces: list[tuple[np.ndarray, np.ndarray]] = []  # (codes, gaps) of the output, in order
     done = 0  # events of `codes` already placed in `pieces`
+    placed = 0  # events in `pieces`: where codes[done] lands in the output
     spliced = unmatched = 0
     sources: list[tuple[int, int, int, int]] = []
     taken = np.zeros(len(training.runs), dtype=np.int64)  # events taken from each training run
@@ -185,7 +190,6 @@ def splice(codes: np.ndarray, gaps: np.ndarray, runs: Training | list[tuple[np.n
         end = i
         while end < n and not ok[end]:
             end += 1
-        placed = sum(len(p[0]) for p in pieces)  # where codes[done] lands in the output
         match = None
         for anchor in _anchors(k):
             match, lo, hi = _match(codes, i, end, done, placed - done if phase else None, training.index(anchor),
@@ -205,18 +209,19 @@ def splice(codes: np.ndarray, gaps: np.ndarray, runs: Training | list[tuple[np.n
             continue
         a, b, run = match
         taken[run] += b - a
-        pieces.append((codes[done:lo], gaps[done:lo], False))
+        pieces.append((codes[done:lo], gaps[done:lo]))
         sources.append((placed + lo - done, run, a - int(training.index(k).offsets[run]), b - a))
-        pieces.append((train_codes[a:b], train_gaps[a:b], True))
+        pieces.append((train_codes[a:b], train_gaps[a:b]))
+        placed += (lo - done) + (b - a)
         done = hi
         spliced += 1
         i = max(end, hi)
-    pieces.append((codes[done:], gaps[done:], False))
+    pieces.append((codes[done:], gaps[done:]))
     out_codes = np.concatenate([p[0] for p in pieces])
     out_gaps = np.concatenate([p[1] for p in pieces])
     if len(out_gaps):
         out_gaps[0] = gaps[0]
-    return SpliceResult(out_codes, out_gaps, spliced, unmatched, int(sum(len(p[0]) for p in pieces if p[2])), sources)
+    return SpliceResult(out_codes, out_gaps, spliced, unmatched, sources)
 
 
 def _tail(pieces, last: np.ndarray, limit: int) -> np.ndarray:
