@@ -13,8 +13,8 @@ no 8-gram through it is unseen. Each uncovered stretch, with its 64 events eithe
 is matched against the training runs: wherever the left anchor occurs and the right anchor follows
 in the same run, the events between them are a candidate (per left anchor, the paths closest to
 the stretch's length). The ones from the same part of their run as the stretch is of the trace
-come first (`PHASE`: a run changes as it goes, and an iteration from elsewhere brings its phase),
-then the closest in length, the run least taken from, the seed's draw; the first that makes no
+come first (`PHASE`: a run changes as it goes, and an iteration from elsewhere brings its phase;
+none further than `MAX_DRIFT` from the stretch's place), then the closest in length, the run least taken from, the seed's draw; the first that makes no
 verbatim training run over `MAX_COPY` events with what already matches around it takes the
 stretch's place, with its gaps (a splice beside a stretch the model copied would join them;
 `MAX_COPY` is under the run at which the evaluation flags a trace). Where the anchors around a
@@ -47,6 +47,12 @@ MIN_ANCHOR = 16  # a stretch whose anchors occur nowhere in training tries ancho
 # windows hold 3.70 bits of event entropy in a run's first quarter, 3.16 in its last), and an
 # iteration from elsewhere in the run brings that other phase with it (docs/model.md, "Span splice").
 PHASE = 256
+# Ranked by phase, a candidate may still sit far from the stretch's place where the anchors occur
+# only there: sqlite's 150-300-event pwrite64 bursts come late in a run (13 per training run), and
+# a sampled trace whose anchors match one early took it from 30,000-50,000 events away, bursts
+# longer than any real run holds that early. Candidates further than this are not taken; the
+# stretch grows instead (sqlite, seeds 0-2, dev: disc@512 0.614 -> 0.531, floor 0.516).
+MAX_DRIFT = 4096
 SUPPORT_K = 8  # the support corrector's order: an unseen 8-gram marks a slip
 GROW = 8  # events a stretch grows by when its anchors are not found in training
 CANDIDATES = 32  # candidates checked against the copied-run bound, best first
@@ -283,7 +289,10 @@ def _match(codes, start, end, done, shift, index: _Index, taken, rng, k, max_spa
                              else np.zeros(len(a_), dtype=np.int64))
                     off = np.abs((q_ - a_) - want)
                     order = np.lexsort((rng.random(len(off)), taken[r_], off, phase))[:CANDIDATES]
-                    return (a_[order], q_[order], r_[order]), lo, hi
+                    if shift is not None:  # none from another phase of the run: grow instead
+                        order = order[phase[order] * PHASE <= MAX_DRIFT]
+                    if len(order):
+                        return (a_[order], q_[order], r_[order]), lo, hi
         # grow one side, in turn (the other where one is at its limit): left no further than leaves
         # room for an anchor after what is already placed, right no further than leaves one before the end
         left_to, right_to = min(lo, max(done + k, lo - GROW)), max(hi, min(n - k, hi + GROW))
