@@ -14,9 +14,9 @@ is matched against the training runs: wherever the left anchor occurs and the ri
 in the same run, the events between them are a candidate (per left anchor, the paths closest to
 the stretch's length). The ones from the same part of their run as the stretch is of the trace
 come first (`PHASE`: a run changes as it goes, and an iteration from elsewhere brings its phase;
-none further than `MAX_DRIFT` from the stretch's place), then the closest in length, the run least taken from, the seed's draw; the first that makes no
-verbatim training run over `MAX_COPY` events with what already matches around it takes the
-stretch's place, with its gaps (a splice beside a stretch the model copied would join them;
+none further than `MAX_DRIFT` from the stretch's place), then the closest in length, the run
+least taken from, the seed's draw; the first that makes no verbatim training run over
+`MAX_COPY` events with what already matches around it takes the stretch's place, with its gaps (a splice beside a stretch the model copied would join them;
 `MAX_COPY` is under the run at which the evaluation flags a trace). Where the anchors around a
 stretch occur nowhere in that order, the stretch grows by 8 events at a time, left and right in
 turn, up to `MAX_COPY` events with the anchors; where that finds none, anchors half as long are
@@ -107,9 +107,7 @@ class Training:
         """The largest share of `codes`' `span`-grams found in any one training run (what
         `run_copy_share` gives for the run copied most)."""
         grams = kgram_hashes(np.asarray(codes, dtype=np.int64), span)
-        if not len(grams):
-            return 0.0
-        return max(float(in_sorted(grams, self._run_grams(r, span)).mean()) for r in range(len(self.runs)))
+        return max(_share(grams, self._run_grams(r, span)) for r in range(len(self.runs)))
 
     def _run_grams(self, r: int, span: int) -> np.ndarray:
         if (r, span) not in self._per_run:
@@ -326,10 +324,13 @@ def run_copy_share(codes: np.ndarray, run: np.ndarray, span: int) -> float:
     """Share of the `span`-grams of `codes` that occur in the one training run `run`: what a
     spliced trace is held to, against the share of one real run's spans in another
     (`SpanTable.natural`)."""
-    grams = kgram_hashes(np.asarray(codes, dtype=np.int64), span)
-    if not len(grams):
-        return 0.0
-    return float(in_sorted(grams, np.unique(kgram_hashes(np.asarray(run, dtype=np.int64), span))).mean())
+    return _share(kgram_hashes(np.asarray(codes, dtype=np.int64), span),
+                  np.unique(kgram_hashes(np.asarray(run, dtype=np.int64), span)))
+
+
+def _share(grams: np.ndarray, table: np.ndarray) -> float:
+    """Share of `grams` (hashes) found in `table` (sorted hashes); 0 where there are none."""
+    return float(in_sorted(grams, table).mean()) if len(grams) else 0.0
 
 
 def least_shared(runs: list[np.ndarray], span: int) -> float:
