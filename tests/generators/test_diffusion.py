@@ -143,9 +143,9 @@ def test_span_splice_puts_training_events_into_slips_and_is_undone_where_it_woul
     full = TraceSynth(channels="full", splice=64, **TINY).fit(runs)
     assert not full.splices("sqlite") and full.encoder_.splices is None  # event types and gaps only: no runs kept
 
-    def slipped(trace, n=6000):  # every 400th event doubled: what sampled traces get wrong
+    def slipped(trace, n=6000, every=400):  # every 400th event doubled: what sampled traces get wrong
         frame = trace.slice(0, n).to_pandas()[["ts", "event"]]
-        frame = frame.loc[np.repeat(frame.index, np.where(np.arange(n) % 400 == 399, 2, 1))].reset_index(drop=True)
+        frame = frame.loc[np.repeat(frame.index, np.where(np.arange(n) % every == every - 1, 2, 1))].reset_index(drop=True)
         return Trace.from_pandas(frame, trace.meta)
 
     # run 3's first 6,000 events, their slips fixed from their own phase of the training runs,
@@ -162,11 +162,21 @@ def test_span_splice_puts_training_events_into_slips_and_is_undone_where_it_woul
     frame = out.to_pandas()
     assert (np.diff(frame["ts"]) >= 0).all() and frame["tid"].isna().all()
     assert frame["event"].iloc[:64].tolist() == held_out.slice(0, 64).to_pandas()["event"].tolist()  # the first anchor
-    # a training run with slips, spliced, is that run again: more copying than the runs do
-    # between themselves, so the trace is left as sampled
+    # a training run with slips, spliced without the walk, is that run again: more copying than
+    # the runs do between themselves (0.75 against 0.63 + 0.10), so the trace is left as sampled
+    gen.splice_walk = 0
     again = gen._splice(slipped(runs[0]), "sqlite", 0, 6000)
     assert again.meta.extra["splice"]["kept"] is False and "above the least one training run has of another" in again.meta.extra["splice"]["why"]
     assert again.to_pandas()["event"].tolist() == slipped(runs[0]).to_pandas()["event"].tolist()[:6000]
+    # with the walk, the two slips whose fix would rejoin run 1 for over 1,023 events are walked
+    # elsewhere in training instead, which copies less of run 1 (0.72): under the bound, kept
+    gen.splice_walk = 128
+    walked = gen._splice(slipped(runs[0]), "sqlite", 0, 6000).meta.extra["splice"]
+    assert walked["kept"] and walked["walked"] >= 1 and walked["walk_piece"] == 128
+    assert walked["copy_share_256_one_run"] <= walked["training_runs_least_share"] + 0.10
+    # a slip every 1,000 events: the trace copies more than the bound as sampled, and no pass is tried
+    close = gen._splice(slipped(runs[0], every=1000), "sqlite", 0, 6000).meta.extra["splice"]
+    assert close["kept"] is False and "as sampled" in close["why"] and "by_phase" not in close
     # through generate: the length asked, seeded
     a, b = gen.generate(700, "sqlite", seed=4), gen.generate(700, "sqlite", seed=4)
     assert len(a) == 700 and "splice" in a.meta.extra

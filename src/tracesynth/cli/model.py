@@ -189,6 +189,10 @@ def generate(
                                     "training events between the same K-event anchors (e.g. 64; 0 = off; "
                                     "light models, on workloads whose runs share most long spans; "
                                     "docs/model.md, \"Span splice\")."),
+    splice_walk: int = typer.Option(None, "--splice-walk",
+                                    help="With --splice: walk the stretches no anchors match through training in "
+                                         "pieces of about N events, halved while the trace copies more than the "
+                                         "bound (default: the model's, 128; 0 = leave them as sampled)."),
     seed: int = typer.Option(0, "--seed", help="Seed: same seed, same trace on CPU."),
     guidance_scale: float = typer.Option(1.0, "--guidance-scale", help="Classifier-free guidance (1 = off)."),
     corrector_steps: int = typer.Option(0, "--corrector-steps",
@@ -279,6 +283,7 @@ def generate(
         ("--start-steps", start_steps, "start_steps", 1, False),
         ("--start-anchor", start_anchor, "start_anchor", 0, False),
         ("--splice", splice, "splice", 0, False),
+        ("--splice-walk", splice_walk, "splice_walk", 0, False),
     )
     for flag, value, _, least, strict in overrides:
         if value is not None and (value <= least if strict else value < least):
@@ -289,6 +294,8 @@ def generate(
     if splice:
         if splice < 16:
             raise ConfigError(f"--splice must be 0 (off) or an anchor of at least 16 events, got {splice}")
+    if splice_walk == 1:
+        raise ConfigError("--splice-walk must be 0 (no walk) or a piece of at least 2 events, got 1")
     if prefix_fraction is not None:
         if not 0 <= prefix_fraction < 1:
             raise ConfigError(f"--prefix-fraction must be in [0, 1), got {prefix_fraction}")
@@ -384,7 +391,8 @@ def _splice_note(gen, trace, workload: str) -> str:
         return f"span splice: undone ({info.get('why', 'nothing to splice')})"
     where = ("from their own phase of the runs" if info.get("by_phase", True)
              else "by length from anywhere: by phase it copied more than the bound")
-    return (f"span splice: {info['stretches']} stretches, {info['events_from_training']:,} events from training "
+    walked = (f", {info['walked']} walked in pieces of ~{info['walk_piece']}" if info.get("walked") else "")
+    return (f"span splice: {info['stretches']} stretches{walked}, {info['events_from_training']:,} events from training "
             f"(anchors of {info['anchor']}, {where}); 256-gram copy share of one training run "
             f"{info['copy_share_256_one_run']:.2f}, one training run of another at least {info['training_runs_least_share']:.2f}")
 

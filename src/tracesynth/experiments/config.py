@@ -125,6 +125,7 @@ class TraceSynthSettings:
     start_steps: int | None = None  # denoising steps of a trace's first window (None: the default)
     start_anchor: int | None = None  # a trace's first events from a training run's start-up (None: default; 0: off)
     splice: int | None = None  # span splice anchor length (None: default, off; 0: off)
+    splice_walk: int | None = None  # the splice's walk pieces, in events (None: default, 128; 0: no walk)
 
 
 @dataclass
@@ -358,6 +359,8 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
         _fail(source, "tracesynth.start_anchor", f"must be 0 (off) or a number of events, got {ts.start_anchor}")
     if ts.splice is not None and (ts.splice < 0 or 0 < ts.splice < 16):
         _fail(source, "tracesynth.splice", f"must be 0 (off) or an anchor of at least 16 events, got {ts.splice}")
+    if ts.splice_walk is not None and (ts.splice_walk < 0 or ts.splice_walk == 1):
+        _fail(source, "tracesynth.splice_walk", f"must be 0 (no walk) or a piece of at least 2 events, got {ts.splice_walk}")
     if isinstance(ts.cadence, str) and ts.cadence != "auto":
         _fail(source, "tracesynth.cadence", f"expected true, false or auto, got {ts.cadence!r}")
     if ts.guide_rounds is not None and ts.guide_rounds < 0:

@@ -115,6 +115,11 @@ SPLICE = 0
 # copying beyond a held-out run (`evaluation.privacy.FLAG_MARGIN`). Real runs vary this much
 # pair to pair (sqlite's three runs' first 32,768 events: 0.57-0.78 of one in another).
 SPLICE_MARGIN = 0.10
+# Piece length of the splice's walk through stretches no anchors match (sampling/span_splice.py,
+# `MAX_COPY`'s note; 0: leave them as sampled): pieces of half to twice this many events, halved
+# down to SPLICE_WALK_MIN where the walked trace copies more than the bound above.
+SPLICE_WALK = 128
+SPLICE_WALK_MIN = 32
 
 
 def constraint_tools(mode: str, single_thread: bool = False, serial=()):
@@ -167,7 +172,7 @@ class TraceSynth(Generator):
                  ngram_order: int = NGRAM_ORDER, self_condition: bool | None = None, keep_best: bool = False,
                  ema: float = EMA, val_fraction: float = VAL_FRACTION, start_rate_end: float | None = None,
                  cadence: bool | str = CADENCE, start_steps: int | None = START_STEPS,
-                 start_anchor: int = START_ANCHOR, splice: int = SPLICE):
+                 start_anchor: int = START_ANCHOR, splice: int = SPLICE, splice_walk: int = SPLICE_WALK):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -212,6 +217,9 @@ class TraceSynth(Generator):
         if splice < 0 or (splice and splice < 16):
             raise ConfigError(f"splice must be 0 (off) or an anchor of at least 16 events, not {splice}")
         self.splice = splice  # sampling: span splice anchor length (0: off)
+        if splice_walk < 0 or (splice_walk and splice_walk < 2):
+            raise ConfigError(f"splice_walk must be 0 (off) or a piece of at least 2 events, not {splice_walk}")
+        self.splice_walk = splice_walk  # sampling: the splice's walk pieces (0: no walk)
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
@@ -219,7 +227,8 @@ class TraceSynth(Generator):
                 "corrector_steps", "start_temperature", "start_rate", "start_rate_end", "phase_events", "spread",
                 "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds", "ngram_weight",
                 "ngram_rounds", "prior_from", "precision", "train_precision", "ngram_order", "self_condition",
-                "keep_best", "ema", "val_fraction", "cadence", "start_steps", "start_anchor", "splice")
+                "keep_best", "ema", "val_fraction", "cadence", "start_steps", "start_anchor", "splice",
+                "splice_walk")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -367,19 +376,37 @@ class TraceSynth(Generator):
         # so the bound is the least pair's, with the evaluation's margin.
         span = enc.copies.span if enc.copies is not None else 256
         natural = training.least_shared(span)
-        # Candidates from the stretch's own phase of the run first; where that copies more of one
-        # run than the bound (gzip, run 1 held out: 0.84 against 0.72), from anywhere, by length
-        for phase in (True, False):
-            result = splice(codes, gaps, training, np.random.default_rng([seed, 0x5911CE]), k=self.splice,
-                            phase=phase)
-            share = training.most_copied(result.codes[:n_events], span)
-            if share <= natural + SPLICE_MARGIN:
-                break
+        # Candidates from the stretch's own phase of the run first, walking where no anchors match
+        # in shorter pieces each time the walk copies more of one run than the bound; where even the
+        # anchored splice alone copies more (gzip, run 1 held out: 0.84 against 0.72), from anywhere,
+        # by length. A trace that copies more than the bound as sampled (scimark) is left as it is:
+        # the splice only adds training's spans.
+        bound = natural + SPLICE_MARGIN
+        share = training.most_copied(codes[:n_events], span)
+        result, phase, walk = None, True, 0
+        if share <= bound:
+            for phase, walk in self._splice_passes():
+                if phase and result is not None and not result.unmatched:
+                    continue  # nothing was left to walk: the phase passes to come splice the same
+                result = splice(codes, gaps, training, np.random.default_rng([seed, 0x5911CE]), k=self.splice,
+                                phase=phase, walk=walk)
+                share = training.most_copied(result.codes[:n_events], span)
+                if share <= bound:
+                    break
+        if result is None:
+            info = {"anchor": self.splice, "copy_share_256_one_run": round(share, 4),
+                    "training_runs_least_share": round(natural, 4), "kept": False,
+                    "why": f"256-gram copy share of one training run {share:.2f} as sampled, above the least "
+                           f"one training run has of another, {natural:.2f}, + {SPLICE_MARGIN:.2f}"}
+            out = trace.slice(0, n_events)
+            out.meta.extra["splice"] = info
+            return out
         taken = sum(max(0, min(length, n_events - start)) for start, _, _, length in result.sources)
         info = {"anchor": self.splice, "by_phase": phase, "stretches": result.spliced, "unmatched": result.unmatched,
+                "walked": result.walked, "walk_piece": walk,
                 "events_from_training": taken,  # of the trace as cut to n_events
                 "copy_share_256_one_run": round(share, 4), "training_runs_least_share": round(natural, 4)}
-        if len(result.codes) < n_events or share > natural + SPLICE_MARGIN:
+        if len(result.codes) < n_events or share > bound:
             info["kept"] = False
             info["why"] = (f"{len(result.codes)} events after the splice, {n_events} asked" if len(result.codes) < n_events
                            else f"256-gram copy share of one training run {share:.2f}, above the least one training "
@@ -395,6 +422,16 @@ class TraceSynth(Generator):
             out = Trace(pa.table(columns), trace.meta)
         out.meta.extra["splice"] = info
         return out
+
+    def _splice_passes(self) -> list[tuple[bool, int]]:
+        """(by phase, walk piece) of each splice `_splice` tries, in order, until one copies no
+        more than the bound: walking in pieces of `splice_walk` events, then half as long down to
+        SPLICE_WALK_MIN, then no walk, then by length from anywhere."""
+        walks, piece = [], self.splice_walk
+        while piece and piece >= min(SPLICE_WALK_MIN, self.splice_walk):
+            walks.append(piece)
+            piece //= 2
+        return [(True, w) for w in walks] + [(True, 0), (False, 0)]
 
     def single_thread(self) -> bool:
         """Whether this model's traces, having no thread ids, are checked, guided and repaired

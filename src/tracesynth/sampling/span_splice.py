@@ -61,16 +61,26 @@ CANDIDATES = 32  # candidates checked against the copied-run bound, best first
 # flag a trace. A stretch, and what replaces it, are at most this less the two anchors (895
 # events at anchors of 64).
 MAX_COPY = 1023
+# A stretch whose anchors occur nowhere within MAX_COPY (pybench's and build's sampled traces: 86-88%
+# of their events in stretches no training 64-gram covers, most over 895 events long, where a held-out
+# run is 92-96% covered) is walked instead, with `splice(walk=P)`: from a place in training where its
+# left anchor occurs, training's events are copied in pieces of P/2-2P events, each next piece
+# continuing from another place where the last ANCHOR events occur (another run or another part of
+# the same one, near this phase, one that goes on differently first), until a place where the right
+# anchor follows: every 64-event span of the walk occurs in training, none of its pieces is long.
+WALK_TRIES = 3  # walks tried per stretch (each a new draw) before it is left as sampled
+WALK_BACK = 64  # how far before a stretch its walk may start, looking for a left anchor in training
 
 
 @dataclass
 class SpliceResult:
     codes: np.ndarray
     gaps: np.ndarray
-    spliced: int  # stretches replaced
-    unmatched: int  # stretches left as sampled (no anchors within max_copy)
+    spliced: int  # stretches replaced between matching anchors
+    unmatched: int  # stretches left as sampled (no anchors within max_copy, and not walked)
     # per spliced stretch: (where it starts in the result, training run, where in that run, events)
     sources: list[tuple[int, int, int, int]] = field(default_factory=list)
+    walked: int = 0  # stretches walked (their pieces are in `sources` too)
 
     @property
     def from_training(self) -> int:
@@ -87,10 +97,16 @@ class Training:
         self.runs = [(np.asarray(c, dtype=np.int64), np.asarray(g, dtype=np.int64)) for c, g in runs]
         self.codes = np.concatenate([c for c, _ in self.runs]) if self.runs else np.zeros(0, np.int64)
         self.gaps = np.concatenate([g for _, g in self.runs]) if self.runs else np.zeros(0, np.int64)
+        self.offsets = np.cumsum([0] + [len(c) for c, _ in self.runs[:-1]]).astype(np.int64)  # where each run begins
+        self.ends = self.offsets + np.array([len(c) for c, _ in self.runs], dtype=np.int64)
         self._indices: dict[int, _Index] = {}
         self._grams: dict[int, np.ndarray] = {}
         self._per_run: dict[tuple[int, int], np.ndarray] = {}
         self._least: dict[int, float] = {}
+
+    def run_of(self, positions):
+        """The training run each of `positions` (in the concatenated runs) belongs to."""
+        return np.searchsorted(self.offsets, positions, "right") - 1
 
     def index(self, k: int) -> _Index:
         if k not in self._indices:
@@ -133,10 +149,15 @@ class _Index:
             run_ids.append(np.full(len(h), r, dtype=np.int64))
             offset += len(codes)
         h = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
+        # the k-gram starting at each place of the concatenated runs (`starts`: where one does)
+        self.at = np.zeros(offset, dtype=np.uint64)
+        self.starts = np.zeros(offset, dtype=bool)
+        if len(h):
+            where = np.concatenate(positions)
+            self.at[where], self.starts[where] = h, True
         order = np.argsort(h, kind="stable")
         self.hashes, self.positions = h[order], np.concatenate(positions or [np.zeros(0, np.int64)])[order]
         self.runs = np.concatenate(run_ids or [np.zeros(0, np.int64)])[order]
-        self.offsets = np.cumsum([0] + [len(c) for c, _ in runs[:-1]]).astype(np.int64)  # where each run begins
         self.k = k
 
     def find(self, gram_hash: np.uint64) -> tuple[np.ndarray, np.ndarray]:
@@ -165,11 +186,13 @@ def covered(codes: np.ndarray, spans: np.ndarray, support: np.ndarray, k: int = 
 
 def splice(codes: np.ndarray, gaps: np.ndarray, runs: Training | list[tuple[np.ndarray, np.ndarray]],
            rng: np.random.Generator, k: int = ANCHOR, max_copy: int = MAX_COPY, keep: int = 0,
-           phase: bool = True) -> SpliceResult:
+           phase: bool = True, walk: int = 0) -> SpliceResult:
     """Splice training's events into the uncovered stretches of `codes` (module docstring).
     `runs`: (codes, gaps) of each training run, or a `Training` built from them (reused across
     calls); the first `keep` events stay as they are (known events, e.g. a prefix); `phase`:
-    rank candidates by their place in the run first (False: by length first, from anywhere)."""
+    rank candidates by their place in the run first (False: by length first, from anywhere);
+    `walk`: walk the stretches no anchors match in pieces of about this many events (0: leave
+    them as sampled; `MAX_COPY`'s note)."""
     codes, gaps = np.asarray(codes, dtype=np.int64), np.asarray(gaps, dtype=np.int64)
     n = len(codes)
     max_span = max_copy - 2 * k
@@ -183,7 +206,7 @@ def splice(codes: np.ndarray, gaps: np.ndarray, runs: Training | list[tuple[np.n
     pieces: list[tuple[np.ndarray, np.ndarray]] = []  # (codes, gaps) of the output, in order
     done = 0  # events of `codes` already placed in `pieces`
     placed = 0  # events in `pieces`: where codes[done] lands in the output
-    spliced = unmatched = 0
+    spliced = unmatched = walked = 0
     sources: list[tuple[int, int, int, int]] = []
     taken = np.zeros(len(training.runs), dtype=np.int64)  # events taken from each training run
     i = 0
@@ -197,7 +220,7 @@ def splice(codes: np.ndarray, gaps: np.ndarray, runs: Training | list[tuple[np.n
         match = None
         for anchor in _anchors(k):
             match, lo, hi = _match(codes, i, end, done, placed - done if phase else None, training.index(anchor),
-                                   taken, rng, anchor, max_copy - 2 * anchor)
+                                   training.offsets, taken, rng, anchor, max_copy - 2 * anchor)
             if match is not None:
                 # the first candidate that, with what already matches training around it, makes no
                 # verbatim run longer than max_copy (a splice next to a copied stretch would join them)
@@ -207,6 +230,23 @@ def splice(codes: np.ndarray, gaps: np.ndarray, runs: Training | list[tuple[np.n
                                                       long_grams, max_copy)), None)
             if match is not None:
                 break
+        if match is None and walk and phase:
+            bridge = _walk(codes, i, end, done, placed - done, training, k, walk, rng, taken, pieces, max_copy,
+                           long_grams)
+            if bridge is not None:
+                lo, hi, steps = bridge
+                pieces.append((codes[done:lo], gaps[done:lo]))
+                placed += lo - done
+                for a, b in steps:
+                    run = int(training.run_of(a))
+                    taken[run] += b - a
+                    sources.append((placed, run, a - int(training.offsets[run]), b - a))
+                    pieces.append((train_codes[a:b], train_gaps[a:b]))
+                    placed += b - a
+                done = hi
+                walked += 1
+                i = max(end, hi)
+                continue
         if match is None:
             unmatched += 1
             i = end
@@ -214,7 +254,7 @@ def splice(codes: np.ndarray, gaps: np.ndarray, runs: Training | list[tuple[np.n
         a, b, run = match
         taken[run] += b - a
         pieces.append((codes[done:lo], gaps[done:lo]))
-        sources.append((placed + lo - done, run, a - int(training.index(k).offsets[run]), b - a))
+        sources.append((placed + lo - done, run, a - int(training.offsets[run]), b - a))
         pieces.append((train_codes[a:b], train_gaps[a:b]))
         placed += (lo - done) + (b - a)
         done = hi
@@ -225,7 +265,7 @@ def splice(codes: np.ndarray, gaps: np.ndarray, runs: Training | list[tuple[np.n
     out_gaps = np.concatenate([p[1] for p in pieces])
     if len(out_gaps):
         out_gaps[0] = gaps[0]
-    return SpliceResult(out_codes, out_gaps, spliced, unmatched, sources)
+    return SpliceResult(out_codes, out_gaps, spliced, unmatched, sources, walked)
 
 
 def _tail(pieces, last: np.ndarray, limit: int) -> np.ndarray:
@@ -248,7 +288,7 @@ def _anchors(k: int) -> list[int]:
     return out
 
 
-def _match(codes, start, end, done, shift, index: _Index, taken, rng, k, max_span):
+def _match(codes, start, end, done, shift, index: _Index, offsets, taken, rng, k, max_span):
     """((a, b, run) arrays of candidates, best first: training events a..b-1 of a run to put in place
     of codes[lo:hi]; lo, hi) for the uncovered stretch codes[start:end], or (None, start, end): the
     anchors are codes[lo-k:lo] and codes[hi:hi+k]. `shift`: what earlier splices moved codes[lo] by
@@ -283,7 +323,7 @@ def _match(codes, start, end, done, shift, index: _Index, taken, rng, k, max_spa
                     # nearest the stretch's place in the trace (in PHASE steps: the same phase of
                     # the run), then closest in length, then the run least taken from so far (no
                     # one training run copied more than the others), then the seed's draw
-                    phase = (np.abs((a_ - index.offsets[r_]) - (lo + shift)) // PHASE if shift is not None
+                    phase = (np.abs((a_ - offsets[r_]) - (lo + shift)) // PHASE if shift is not None
                              else np.zeros(len(a_), dtype=np.int64))
                     off = np.abs((q_ - a_) - want)
                     order = np.lexsort((rng.random(len(off)), taken[r_], off, phase))[:CANDIDATES]
@@ -303,6 +343,148 @@ def _match(codes, start, end, done, shift, index: _Index, taken, rng, k, max_spa
             hi = right_to
         grow_left = not grow_left
     return None, start, end
+
+
+def _walk(codes, start, end, done, shift, training: Training, k, piece, rng, taken, pieces, max_copy, long_grams):
+    """(lo, hi, [(a, b), ...]): training events a..b-1, piece after piece, to put in place of
+    codes[lo:hi] for the uncovered stretch codes[start:end] that no anchors match (`MAX_COPY`'s
+    note), or None: no place in training near this phase holds the k events before the stretch,
+    or the walk would make a verbatim training run over `max_copy` events. `pieces`: the output so
+    far, up to codes[done]. The walk ends where the k events after the stretch follow in
+    training or, failing that within two pieces of the stretch's length, at that length."""
+    index, train_codes = training.index(k), training.codes
+    n = len(codes)
+    lo, p = start, None
+    # the left anchor: the k events before the stretch, or before a place up to WALK_BACK earlier
+    # (the model's events between are walked over too), occurring in training near this phase
+    # (anchors half as long where none is found, as for the anchored splice)
+    for anchor in _anchors(k):
+        for lo in range(start, max(done + anchor, start - WALK_BACK) - 1, -1):
+            where, runs = training.index(anchor).find(kgram_hashes(codes[lo - anchor:lo], anchor)[0])
+            where = where + anchor  # the training event after each occurrence
+            keep = (np.abs(where - training.offsets[runs] - (lo + shift)) <= MAX_DRIFT) & (where < training.ends[runs])
+            if keep.any():
+                where, runs = where[keep], runs[keep]
+                near = np.abs(where - training.offsets[runs] - (lo + shift)) // PHASE
+                p = int(where[np.lexsort((rng.random(len(where)), taken[runs], near))[0]])
+                break
+        if p is not None:
+            break
+    if p is None:
+        return None
+    # the output before may already copy training where the walk starts (a sampled trace that
+    # copied a stretch): the first piece ends in time to keep that copy under max_copy
+    before = _tail(pieces, codes[done:lo], max_copy)
+    behind = train_codes[max(int(training.offsets[training.run_of(p)]), p - len(before)):p]
+    same = before[len(before) - len(behind):][::-1] == behind[::-1]
+    copied = int(np.argmin(same)) if not same.all() else len(same)
+    room = max_copy - copied - 1
+    if room < 2 * piece:  # no room for a piece: branch off at the latest place before that has a branch
+        for back in range(0, min(copied, lo - done) - k + 1):
+            q = _jump(p - back, lo - back + shift, training, index, k, rng, taken, None, set())
+            if q != p - back:
+                lo, p, room = lo - back, q, max_copy
+                before = before[:len(before) - back]
+                break
+        else:
+            return None
+    hi = end
+    want = hi - lo
+    # the right anchor's occurrences: where the walk may end, the model's trace going on after it
+    # (where what follows the anchor in training is what follows it in the trace, the last piece must
+    # be short enough that the copy it starts stays under max_copy: `room_after` per target)
+    targets = np.sort(index.find(kgram_hashes(codes[hi:hi + k], k)[0])[0]) if hi + k <= n else np.zeros(0, np.int64)
+    if len(targets):
+        after = codes[hi:hi + max_copy]
+        span = np.minimum(len(after), training.ends[training.run_of(targets)] - targets)
+        follows = np.array([int(np.argmin(np.append(train_codes[t:t + m] == after[:m], False))) for t, m in zip(targets, span)])
+        room_after = max_copy - k - 1 - follows
+        targets, room_after = targets[room_after > 0], room_after[room_after > 0]
+    else:
+        room_after = np.zeros(0, np.int64)
+    for _ in range(WALK_TRIES):
+        steps = _steps(p, lo + shift, want, training, index, k, piece, rng, taken, targets, room_after, room)
+        if steps:
+            events = np.concatenate([train_codes[a:b] for a, b in steps])
+            window = np.concatenate([before, events, codes[hi:hi + max_copy]])
+            if len(window) <= max_copy or not in_sorted(kgram_hashes(window, max_copy + 1), long_grams).any():
+                return lo, hi, steps
+    return None
+
+
+def _steps(p, place, want, training: Training, index: _Index, k, piece, rng, taken, targets, room_after, room):
+    """The pieces (a, b) of one walk from training event p, at `place` in the output, for `want`
+    events: ending where a target follows within its room (`room_after`), or past `want` by two
+    pieces without one; the first piece under `room` less two pieces."""
+    steps: list[tuple[int, int]] = []
+    used: set[int] = set()  # where pieces started: a place not gone to yet comes first
+    length = 0
+    while True:
+        run_end = int(training.ends[training.run_of(p)])
+        if len(targets) and length >= want - 2 * piece:
+            j = np.searchsorted(targets, p)
+            if j < len(targets) and targets[j] < run_end and targets[j] - p <= min(2 * piece, room_after[j]):
+                steps.append((p, int(targets[j])))
+                break
+        if length >= want + (2 * piece if len(targets) else 0):
+            break
+        take = min(int(rng.integers(piece // 2, 2 * piece + 1)), run_end - p)
+        if not steps:
+            take = min(take, room - 2 * piece)
+        if not len(targets):
+            take = min(take, want - length)
+        if take <= 0:
+            break
+        first = p
+        p += take
+        # jump at the piece's end or, where the k events before it occur nowhere else near this
+        # phase, at the first place after it that has somewhere to go (a piece that runs on is a
+        # longer verbatim copy)
+        for _ in range(2 * piece):
+            near_end = (targets, np.minimum(room_after, 2 * piece)) if length + p - first >= want - 2 * piece else None
+            q = _jump(p, place + length + p - first, training, index, k, rng, taken, near_end, used)
+            if q != p or p >= run_end:
+                break
+            p += 1
+        steps.append((first, p))
+        length += p - first
+        if q == p:  # the run's end, nowhere to go: the walk ends here
+            break
+        used.add(q)
+        p = q
+    return [(a, b) for a, b in steps if b > a]
+
+
+def _jump(p, place, training: Training, index: _Index, k, rng, taken, ends, used) -> int:
+    """Where the walk goes on after training event p-1: another place the k events before p occur
+    (within `MAX_DRIFT` of the walk's `place` in the output), one a right anchor follows within
+    its reach first where there are `ends` (targets, how far before each the walk may come in),
+    then one that goes on differently from p (a branch), then one not gone to yet in this walk
+    (`used`), the nearest in phase, the run least taken from, the seed's draw; p itself where
+    there is none (the same events from elsewhere are none: the verbatim copy would go on)."""
+    start = p - k
+    if start < 0 or not index.starts[start] or training.run_of(start) != training.run_of(p - 1):
+        return p
+    where, runs = index.find(index.at[start])
+    where = where + k
+    keep = (where != p) & (where < training.ends[runs]) & \
+        (np.abs(where - training.offsets[runs] - place) <= MAX_DRIFT)
+    if not keep.any():
+        return p
+    where, runs = where[keep], runs[keep]
+    codes = training.codes
+    same = codes[where] == (codes[p] if p < len(codes) else -1)
+    reaches = np.zeros(len(where), dtype=bool)
+    if ends is not None and len(ends[0]):
+        targets, reach = ends
+        j = np.minimum(np.searchsorted(targets, where), len(targets) - 1)
+        ahead = targets[j] - where
+        reaches = (ahead >= 0) & (ahead <= reach[j]) & (targets[j] < training.ends[runs])
+    if not (reaches | ~same).any():
+        return p
+    new = np.array([w not in used for w in where.tolist()], dtype=bool)
+    near = np.abs(where - training.offsets[runs] - place) // PHASE
+    return int(where[np.lexsort((rng.random(len(where)), taken[runs], near, ~new, same, ~reaches))[0]])
 
 
 def _makes_long_copy(before, after, train_codes, a, b, k, long_grams, limit) -> bool:
