@@ -210,6 +210,10 @@ def test_generate_splice_says_why_it_is_off_and_rejects_a_short_anchor(trained, 
     assert main(["generate", str(model), "-n", "30", "--splice", "8", "-o", str(tmp_path / "x.parquet")]) == 2
     assert "--splice must be 0 (off) or an anchor of at least 16 events, got 8" in capsys.readouterr().err
     assert not (tmp_path / "x.parquet").exists()
+    assert main(["generate", str(model), "-n", "30", "--splice", "64", "--splice-walk", "-4",
+                 "-o", str(tmp_path / "x.parquet")]) == 2
+    assert "--splice-walk must be >= 0, got -4" in capsys.readouterr().err
+    assert not (tmp_path / "x.parquet").exists()
 
 
 def test_generate_ngram_weight_uses_the_saved_counts_and_says_so(trained, tmp_path, capsys):

@@ -10,7 +10,8 @@ import tracesynth.datasets as ds
 from tracesynth.encoding.trace_encoder import TraceEncoder, _gaps
 from tracesynth.evaluation.windows import in_sorted, kgram_hashes
 from tracesynth.sampling import span_splice
-from tracesynth.sampling.span_splice import MAX_DRIFT, PHASE, Training, covered, least_shared, run_copy_share, splice
+from tracesynth.sampling.span_splice import (MAX_COPY, MAX_DRIFT, PHASE, Training, covered, least_shared,
+                                             run_copy_share, splice)
 
 
 @pytest.fixture(scope="module")
@@ -156,3 +157,35 @@ def test_an_indexed_training_set_gives_what_the_runs_give(sqlite):
     assert np.array_equal(a.codes, b.codes) and np.array_equal(b.codes, c.codes) and a.sources == c.sources
     assert training.most_copied(held_out, 256) == max(run_copy_share(held_out, c_, 256) for c_, _ in runs)
     assert training.least_shared(256) == least_shared([c_ for c_, _ in runs], 256)
+
+
+def test_a_stretch_no_anchors_match_is_walked_through_training_in_pieces(sqlite):
+    """pybench's and build's sampled traces are mostly stretches too long for anchors; the walk
+    puts training's events there piece by piece, each piece going on from another place the last
+    64 events occur, and ends where the right anchor follows in training."""
+    _, runs, held_out, gaps = sqlite
+    noise = np.random.default_rng(3).integers(2, 40, 2500)  # 2,500 events no anchors can span
+    codes = np.concatenate([held_out[:3000], noise, held_out[3000:]])
+    codes_gaps = np.concatenate([gaps[:3000], np.ones(2500, dtype=np.int64), gaps[3000:]])
+    training = Training(runs)
+    left = splice(codes, codes_gaps, training, np.random.default_rng(0))  # no walk: the noise stays
+    assert left.walked == 0 and left.unmatched >= 1 and np.array_equal(left.codes[3000:5500], noise)
+    result = splice(codes, codes_gaps, training, np.random.default_rng(0), walk=64)
+    assert result.walked == 1 and len(result.sources) >= 10
+    pieces = [s for s in result.sources if s[0] < 3000 + 2 * 2500]  # the walk's (the noise is at 3000)
+    first, last = pieces[0][0], pieces[-1][0] + pieces[-1][3]
+    assert first <= 3000 and abs(last - 5500) < 4 * 64  # about the stretch's length
+    for start, run, offset, length in pieces:  # training verbatim, from near its own place in the run
+        assert np.array_equal(result.codes[start:start + length], runs[run][0][offset:offset + length])
+        assert np.array_equal(result.gaps[start:start + length], runs[run][1][offset:offset + length])
+        assert abs(offset - start) <= MAX_DRIFT
+    # every 64-event span through the walk and its two ends occurs in training, with no unseen 8-gram
+    ok = covered(result.codes, training.grams(64), training.grams(8))
+    assert ok[first - 64:last + 64].all()
+    # pieces of half to twice 64 events (a piece runs on to the next place it can branch off),
+    # and none joins into a verbatim training run over MAX_COPY events
+    assert 32 <= np.median([length for *_, length in pieces]) <= 128
+    long_runs = in_sorted(kgram_hashes(result.codes, MAX_COPY + 1), training.grams(MAX_COPY + 1))
+    assert not long_runs[max(0, first - MAX_COPY):last].any()
+    again = splice(codes, codes_gaps, Training(runs), np.random.default_rng(0), walk=64)
+    assert np.array_equal(again.codes, result.codes) and again.sources == result.sources
