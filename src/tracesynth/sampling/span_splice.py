@@ -448,19 +448,23 @@ def _steps(p, place, want, training: Training, index: _Index, k, piece, rng, tak
         p += take
         # jump at the piece's end or, where the k events before it occur nowhere else near this
         # phase, at the first place after it that has somewhere to go (a piece that runs on is a
-        # longer verbatim copy)
-        for _ in range(2 * piece):
+        # longer verbatim copy, which the check on the whole walk bounds)
+        jumped = None
+        while True:
             near_end = (targets, np.minimum(room_after, 2 * piece)) if length + p - first >= want - 2 * piece else None
             q = _jump(p, place + length + p - first, training, index, k, rng, taken, near_end, used)
-            if q != p or p >= run_end:
+            if q != p:
+                jumped = q
+                break
+            if p >= run_end:
                 break
             p += 1
         steps.append((first, p))
         length += p - first
-        if q == p:  # the run's end, nowhere to go: the walk ends here
+        if jumped is None:  # the run's end, nowhere to go: the walk ends here
             break
-        used.add(q)
-        p = q
+        used.add(jumped)
+        p = jumped
     return [(a, b) for a, b in steps if b > a]
 
 
@@ -482,7 +486,7 @@ def _jump(p, place, training: Training, index: _Index, k, rng, taken, ends, used
         return p
     where, runs = where[keep], runs[keep]
     codes = training.codes
-    same = codes[where] == (codes[p] if p < len(codes) else -1)
+    same = codes[where] == (codes[p] if p < training.ends[training.run_of(p - 1)] else -1)  # none after a run's end
     reaches = np.zeros(len(where), dtype=bool)
     if ends is not None and len(ends[0]):
         targets, reach = ends
