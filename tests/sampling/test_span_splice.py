@@ -171,8 +171,12 @@ def test_a_stretch_no_anchors_match_is_walked_through_training_in_pieces(sqlite)
     left = splice(codes, codes_gaps, training, np.random.default_rng(0))  # no walk: the noise stays
     assert left.walked == 0 and left.unmatched >= 1 and np.array_equal(left.codes[3000:5500], noise)
     result = splice(codes, codes_gaps, training, np.random.default_rng(0), walk=64)
-    assert result.walked == 1 and len(result.sources) >= 10
-    pieces = [s for s in result.sources if s[0] < 3000 + 2 * 2500]  # the walk's (the noise is at 3000)
+    assert result.walked >= 1 and len(result.sources) >= 10
+    pieces = result.sources[:1]  # the noise's walk: the pieces that follow on from the first, output-wise
+    for source in result.sources[1:]:
+        if source[0] != pieces[-1][0] + pieces[-1][3]:
+            break
+        pieces.append(source)
     first, last = pieces[0][0], pieces[-1][0] + pieces[-1][3]
     assert first <= 3000 and abs(last - 5500) < 4 * 64  # about the stretch's length
     for start, run, offset, length in pieces:  # training verbatim, from near its own place in the run
@@ -182,9 +186,9 @@ def test_a_stretch_no_anchors_match_is_walked_through_training_in_pieces(sqlite)
     # every 64-event span through the walk and its two ends occurs in training, with no unseen 8-gram
     ok = covered(result.codes, training.grams(64), training.grams(8))
     assert ok[first - 64:last + 64].all()
-    # pieces of half to twice 64 events (a piece runs on to the next place it can branch off),
+    # pieces of at least half of 64 events (a piece runs on until the draw leaves its place),
     # and none joins into a verbatim training run over MAX_COPY events
-    assert 32 <= np.median([length for *_, length in pieces]) <= 128
+    assert len(pieces) >= 5 and np.min([length for *_, length in pieces[:-1]]) >= 32
     long_runs = in_sorted(kgram_hashes(result.codes, MAX_COPY + 1), training.grams(MAX_COPY + 1))
     assert not long_runs[max(0, first - MAX_COPY):last].any()
     again = splice(codes, codes_gaps, Training(runs), np.random.default_rng(0), walk=64)

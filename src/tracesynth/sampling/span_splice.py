@@ -26,10 +26,11 @@ the trace goes; training supplies each iteration whole.
 
 Where no anchors match at all (most of a pybench or build trace: stretches thousands of events
 long), `walk` fills the stretch from training piece by piece: from where its left anchor occurs,
-a piece of about `walk` events, then on from another place in training where the piece's last 64
-events also occur and what follows differs (a branch), near the same phase, until a place where
-the right anchor follows. Every 64-event span of the result occurs in training, as 92-96% of a
-held-out run's do (a pybench or build trace as sampled: 12-14%), and no piece is a long copy.
+at least half of `walk` events, then event by event a draw among the places in training where the
+last 64 events occur (near the same phase), until the draw goes on differently from the piece's
+own run, from there; so on until a place where the right anchor follows. Every 64-event span of
+the result occurs in training, as 92-96% of a held-out run's do (a pybench or build trace as
+sampled: 12-14%), and no verbatim copy is long.
 
 What it costs is copying: a spliced trace holds more of training's long spans (sqlite 256-gram
 copy share 0.05 -> 0.59 with run 3 held out, against 0.88 for that independent real run). So it
@@ -73,10 +74,11 @@ MAX_COPY = 1023
 # A stretch whose anchors occur nowhere within MAX_COPY (pybench's and build's sampled traces: 86-88%
 # of their events in stretches no training 64-gram covers, most over 895 events long, where a held-out
 # run is 92-96% covered) is walked instead, with `splice(walk=P)`: from a place in training where its
-# left anchor occurs, training's events are copied in pieces of P/2-2P events, each next piece
-# continuing from another place where the last ANCHOR events occur (another run or another part of
-# the same one, near this phase, one that goes on differently first), until a place where the right
-# anchor follows: every 64-event span of the walk occurs in training, none of its pieces is long.
+# left anchor occurs, training's events are copied in pieces of at least P/2-2P events, each next
+# piece going on from a place drawn among those where the last ANCHOR events occur (another run or
+# another part of the same one, near this phase; a draw that goes on as the piece does lengthens
+# it), until a place where the right anchor follows: every 64-event span of the walk occurs in
+# training, and no verbatim copy around it is longer than MAX_COPY.
 WALK_TRIES = 3  # walks tried per stretch (each a new draw) before it is left as sampled
 WALK_BACK = 64  # how far before a stretch its walk may start, looking for a left anchor in training
 
@@ -390,9 +392,9 @@ def _walk(codes, start, end, done, shift, training: Training, k, piece, rng, tak
     room = max_copy - copied - 1
     if room < 2 * piece:  # no room for a piece: branch off at the latest place before that has a branch
         for back in range(0, min(copied, lo - done) - k + 1):
-            q = _jump(p - back, lo - back + shift, training, index, k, rng, taken, None, set())
-            if q != p - back:
-                lo, p, room = lo - back, q, max_copy
+            where, _, same = _places(p - back, lo - back + shift, training, index, k)
+            if (~same).any():
+                lo, p, room = lo - back, int(rng.choice(where[~same])), max_copy
                 before = before[:len(before) - back]
                 break
         else:
@@ -412,7 +414,7 @@ def _walk(codes, start, end, done, shift, training: Training, k, piece, rng, tak
     else:
         room_after = np.zeros(0, np.int64)
     for _ in range(WALK_TRIES):
-        steps = _steps(p, lo + shift, want, training, index, k, piece, rng, taken, targets, room_after, room)
+        steps = _steps(p, lo + shift, want, training, index, k, piece, rng, targets, room_after, room)
         if steps:
             events = np.concatenate([train_codes[a:b] for a, b in steps])
             window = np.concatenate([before, events, codes[hi:hi + max_copy]])
@@ -421,12 +423,11 @@ def _walk(codes, start, end, done, shift, training: Training, k, piece, rng, tak
     return None
 
 
-def _steps(p, place, want, training: Training, index: _Index, k, piece, rng, taken, targets, room_after, room):
+def _steps(p, place, want, training: Training, index: _Index, k, piece, rng, targets, room_after, room):
     """The pieces (a, b) of one walk from training event p, at `place` in the output, for `want`
     events: ending where a target follows within its room (`room_after`), or past `want` by two
     pieces without one; the first piece under `room` less two pieces."""
     steps: list[tuple[int, int]] = []
-    used: set[int] = set()  # where pieces started: a place not gone to yet comes first
     length = 0
     while True:
         run_end = int(training.ends[training.run_of(p)])
@@ -452,7 +453,7 @@ def _steps(p, place, want, training: Training, index: _Index, k, piece, rng, tak
         jumped = None
         while True:
             near_end = (targets, np.minimum(room_after, 2 * piece)) if length + p - first >= want - 2 * piece else None
-            q = _jump(p, place + length + p - first, training, index, k, rng, taken, near_end, used)
+            q = _jump(p, place + length + p - first, training, index, k, rng, near_end)
             if q != p:
                 jumped = q
                 break
@@ -463,41 +464,45 @@ def _steps(p, place, want, training: Training, index: _Index, k, piece, rng, tak
         length += p - first
         if jumped is None:  # the run's end, nowhere to go: the walk ends here
             break
-        used.add(jumped)
         p = jumped
     return [(a, b) for a, b in steps if b > a]
 
 
-def _jump(p, place, training: Training, index: _Index, k, rng, taken, ends, used) -> int:
-    """Where the walk goes on after training event p-1: another place the k events before p occur
-    (within `MAX_DRIFT` of the walk's `place` in the output), one a right anchor follows within
-    its reach first where there are `ends` (targets, how far before each the walk may come in),
-    then one that goes on differently from p (a branch), then one not gone to yet in this walk
-    (`used`), the nearest in phase, the run least taken from, the seed's draw; p itself where
-    there is none (the same events from elsewhere are none: the verbatim copy would go on)."""
-    start = p - k
-    if start < 0 or not index.starts[start] or training.run_of(start) != training.run_of(p - 1):
+def _jump(p, place, training: Training, index: _Index, k, rng, ends=None) -> int:
+    """Where the walk goes on after training event p-1: one of the places the k events before p
+    occur (`_places`), drawn alike, so that the walk leaves p's continuation as often as the
+    training runs do after those k events (always taking a place that goes on differently made
+    build's walks skip its process starts: TSTR/TRTR 0.89 against 1.00); where there are `ends`
+    (targets, how far before each the walk may come in), one a right anchor follows within its
+    reach first. p itself where the draw goes on as p does (the same next event)."""
+    where, runs, same = _places(p, place, training, index, k)
+    if not len(where):
         return p
-    where, runs = index.find(index.at[start])
-    where = where + k
-    keep = (where != p) & (where < training.ends[runs]) & \
-        (np.abs(where - training.offsets[runs] - place) <= MAX_DRIFT)
-    if not keep.any():
-        return p
-    where, runs = where[keep], runs[keep]
-    codes = training.codes
-    same = codes[where] == (codes[p] if p < training.ends[training.run_of(p - 1)] else -1)  # none after a run's end
     reaches = np.zeros(len(where), dtype=bool)
     if ends is not None and len(ends[0]):
         targets, reach = ends
         j = np.minimum(np.searchsorted(targets, where), len(targets) - 1)
         ahead = targets[j] - where
         reaches = (ahead >= 0) & (ahead <= reach[j]) & (targets[j] < training.ends[runs])
-    if not (reaches | ~same).any():
-        return p
-    new = np.array([w not in used for w in where.tolist()], dtype=bool)
-    near = np.abs(where - training.offsets[runs] - place) // PHASE
-    return int(where[np.lexsort((rng.random(len(where)), taken[runs], near, ~new, same, ~reaches))[0]])
+    pick = int(np.lexsort((rng.random(len(where)), ~reaches))[0])
+    return p if same[pick] and not reaches[pick] else int(where[pick])
+
+
+def _places(p, place, training: Training, index: _Index, k):
+    """(places, their runs, whether each goes on as p does): where in training the k events
+    before p occur (p among them), within `MAX_DRIFT` of `place` in the output, each with an
+    event after it."""
+    start = p - k
+    empty = np.zeros(0, np.int64)
+    if start < 0 or not index.starts[start] or training.run_of(start) != training.run_of(p - 1):
+        return empty, empty, np.zeros(0, dtype=bool)
+    where, runs = index.find(index.at[start])
+    where = where + k
+    keep = (where < training.ends[runs]) & (np.abs(where - training.offsets[runs] - place) <= MAX_DRIFT)
+    where, runs = where[keep], runs[keep]
+    codes = training.codes
+    same = codes[where] == (codes[p] if p < training.ends[training.run_of(p - 1)] else -1)  # none after a run's end
+    return where, runs, same
 
 
 def _makes_long_copy(before, after, train_codes, a, b, k, long_grams, limit) -> bool:
