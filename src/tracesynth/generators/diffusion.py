@@ -116,8 +116,10 @@ SPLICE = 0
 # pair to pair (sqlite's three runs' first 32,768 events: 0.57-0.78 of one in another).
 SPLICE_MARGIN = 0.10
 # Piece length of the splice's walk through stretches no anchors match (sampling/span_splice.py,
-# `MAX_COPY`'s note; 0: leave them as sampled): pieces of half to twice this many events, halved
-# down to SPLICE_WALK_MIN where the walked trace copies more than the bound above.
+# `MAX_COPY`'s note; 0: leave them as sampled): pieces of at least half to twice this many events
+# (a piece runs on until the walk's draw leaves its run), halved down to SPLICE_WALK_MIN where the
+# walked trace copies more than the bound above. ~256 came closer to real on pybench and build but
+# copied up to the evaluation's flag (docs/model.md, "The walk").
 SPLICE_WALK = 128
 SPLICE_WALK_MIN = 32
 
@@ -359,7 +361,8 @@ class TraceSynth(Generator):
         """`trace` with training's events in its uncovered stretches (sampling/span_splice.py),
         cut to `n_events`; as sampled (cut) where the splice would leave it short, or copying more
         of one training run's long spans than the least one training run has of another, plus
-        `SPLICE_MARGIN`, with candidates ranked by phase and by length alike."""
+        `SPLICE_MARGIN`, in every pass (`_splice_passes`: walks in shorter pieces, no walk, by
+        length), or already as sampled."""
         import pyarrow as pa
 
         from tracesynth.sampling.span_splice import splice
