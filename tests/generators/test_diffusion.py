@@ -183,3 +183,33 @@ def test_span_splice_puts_training_events_into_slips_and_is_undone_where_it_woul
     assert a.to_pandas()["event"].tolist() == b.to_pandas()["event"].tolist()
     with pytest.raises(ConfigError, match="splice"):
         TraceSynth(splice=8)
+
+
+def test_a_splice_over_the_bound_walks_in_shorter_pieces_then_not_then_by_length(monkeypatch):
+    """The passes `_splice` tries while the trace copies more than the bound; where a pass left
+    nothing to walk (no stretch unmatched, none walked), the other phase passes would splice the
+    same and are skipped."""
+    import numpy as np
+
+    import tracesynth.datasets as ds
+    import tracesynth.sampling.span_splice as span_splice
+    from tracesynth.sampling.span_splice import SpliceResult
+
+    runs = [ds.load("sqlite", r).slice(0, 20000).with_meta(workload="sqlite") for r in (1, 2)]
+    gen = TraceSynth(channels="light", splice=64, **TINY).fit(runs)
+    assert gen._splice_passes() == [(True, 128), (True, 64), (True, 32), (True, 0), (False, 0)]
+    copy = gen._splice_training("sqlite").runs[0]  # a result that is training run 1: over the bound
+    for walked, unmatched, passes in ((1, 0, gen._splice_passes()), (0, 2, gen._splice_passes()),
+                                      (0, 0, [(True, 128), (False, 0)])):
+        calls = []
+
+        def fake(codes, gaps, training, rng, k, phase, walk, walked=walked, unmatched=unmatched, calls=calls):
+            calls.append((phase, walk))
+            return SpliceResult(copy[0][:7000], copy[1][:7000], 3, unmatched, [], walked)
+
+        monkeypatch.setattr(span_splice, "splice", fake)
+        trace = ds.load("sqlite", 3).slice(0, 6000).with_meta(workload="sqlite")
+        info = gen._splice(trace, "sqlite", 0, 6000).meta.extra["splice"]
+        assert calls == passes and info["kept"] is False and info["by_phase"] is False
+    gen.splice_walk = 0
+    assert gen._splice_passes() == [(True, 0), (False, 0)]

@@ -389,8 +389,8 @@ class TraceSynth(Generator):
         result, phase, walk = None, True, 0
         if share <= bound:
             for phase, walk in self._splice_passes():
-                if phase and result is not None and not result.unmatched:
-                    continue  # nothing was left to walk: the phase passes to come splice the same
+                if phase and result is not None and not result.unmatched and not result.walked:
+                    continue  # no stretch needed walking: the phase passes to come splice the same
                 result = splice(codes, gaps, training, np.random.default_rng([seed, 0x5911CE]), k=self.splice,
                                 phase=phase, walk=walk)
                 share = training.most_copied(result.codes[:n_events], span)
