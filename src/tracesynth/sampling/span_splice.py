@@ -119,6 +119,11 @@ class Training:
         """The training run each of `positions` (in the concatenated runs) belongs to."""
         return np.searchsorted(self.offsets, positions, "right") - 1
 
+    def drift(self, positions, runs, place) -> np.ndarray:
+        """How far each of `positions` (in the concatenated runs; `runs`: theirs) sits from `place`
+        in its own run, in events: the splice takes nothing further than `MAX_DRIFT`."""
+        return np.abs(positions - self.offsets[runs] - place)
+
     def index(self, k: int) -> _Index:
         if k not in self._indices:
             self._indices[k] = _Index(self.runs, k)
@@ -241,35 +246,30 @@ def splice(codes: np.ndarray, gaps: np.ndarray, runs: Training | list[tuple[np.n
                                                       long_grams, max_copy)), None)
             if match is not None:
                 break
-        if match is None and walk and phase:
+        steps = None
+        if match is not None:
+            steps = [match]
+            spliced += 1
+        elif walk and phase:
             bridge = _walk(codes, i, end, done, placed - done, training, k, walk, rng, taken, pieces, max_copy,
                            long_grams)
             if bridge is not None:
-                lo, hi, steps = bridge
-                pieces.append((codes[done:lo], gaps[done:lo]))
-                placed += lo - done
-                for a, b in steps:
-                    run = int(training.run_of(a))
-                    taken[run] += b - a
-                    sources.append((placed, run, a - int(training.offsets[run]), b - a))
-                    pieces.append((train_codes[a:b], train_gaps[a:b]))
-                    placed += b - a
-                done = hi
+                lo, hi, pieces_walked = bridge
+                steps = [(a, b, int(training.run_of(a))) for a, b in pieces_walked]
                 walked += 1
-                i = max(end, hi)
-                continue
-        if match is None:
+        if steps is None:
             unmatched += 1
             i = end
             continue
-        a, b, run = match
-        taken[run] += b - a
+        # codes[lo:hi] gives way to training events a..b-1 (of run `run`) of each step, in order
         pieces.append((codes[done:lo], gaps[done:lo]))
-        sources.append((placed + lo - done, run, a - int(training.offsets[run]), b - a))
-        pieces.append((train_codes[a:b], train_gaps[a:b]))
-        placed += (lo - done) + (b - a)
+        placed += lo - done
+        for a, b, run in steps:
+            taken[run] += b - a
+            sources.append((placed, run, a - int(training.offsets[run]), b - a))
+            pieces.append((train_codes[a:b], train_gaps[a:b]))
+            placed += b - a
         done = hi
-        spliced += 1
         i = max(end, hi)
     pieces.append((codes[done:], gaps[done:]))
     out_codes = np.concatenate([p[0] for p in pieces])
@@ -373,11 +373,11 @@ def _walk(codes, start, end, done, shift, training: Training, k, piece, rng, tak
         for lo in range(start, max(done + anchor, start - WALK_BACK) - 1, -1):
             where, runs = training.index(anchor).find(kgram_hashes(codes[lo - anchor:lo], anchor)[0])
             where = where + anchor  # the training event after each occurrence
-            keep = (np.abs(where - training.offsets[runs] - (lo + shift)) <= MAX_DRIFT) & (where < training.ends[runs])
+            drift = training.drift(where, runs, lo + shift)
+            keep = (drift <= MAX_DRIFT) & (where < training.ends[runs])
             if keep.any():
                 where, runs = where[keep], runs[keep]
-                near = np.abs(where - training.offsets[runs] - (lo + shift)) // PHASE
-                p = int(where[np.lexsort((rng.random(len(where)), taken[runs], near))[0]])
+                p = int(where[np.lexsort((rng.random(len(where)), taken[runs], drift[keep] // PHASE))[0]])
                 break
         if p is not None:
             break
@@ -498,7 +498,7 @@ def _places(p, place, training: Training, index: _Index, k):
         return empty, empty, np.zeros(0, dtype=bool)
     where, runs = index.find(index.at[start])
     where = where + k
-    keep = (where < training.ends[runs]) & (np.abs(where - training.offsets[runs] - place) <= MAX_DRIFT)
+    keep = (where < training.ends[runs]) & (training.drift(where, runs, place) <= MAX_DRIFT)
     where, runs = where[keep], runs[keep]
     codes = training.codes
     same = codes[where] == (codes[p] if p < training.ends[training.run_of(p - 1)] else -1)  # none after a run's end
