@@ -396,11 +396,13 @@ class TraceSynth(Generator):
                 share = training.most_copied(result.codes[:n_events], span)
                 if share <= bound:
                     break
+        def over(when: str = "") -> str:
+            return (f"256-gram copy share of one training run {share:.2f}{when}, above the least one training run "
+                    f"has of another, {natural:.2f}, + {SPLICE_MARGIN:.2f}")
+
         if result is None:
             info = {"anchor": self.splice, "copy_share_256_one_run": round(share, 4),
-                    "training_runs_least_share": round(natural, 4), "kept": False,
-                    "why": f"256-gram copy share of one training run {share:.2f} as sampled, above the least "
-                           f"one training run has of another, {natural:.2f}, + {SPLICE_MARGIN:.2f}"}
+                    "training_runs_least_share": round(natural, 4), "kept": False, "why": over(" as sampled")}
             out = trace.slice(0, n_events)
             out.meta.extra["splice"] = info
             return out
@@ -412,8 +414,7 @@ class TraceSynth(Generator):
         if len(result.codes) < n_events or share > bound:
             info["kept"] = False
             info["why"] = (f"{len(result.codes)} events after the splice, {n_events} asked" if len(result.codes) < n_events
-                           else f"256-gram copy share of one training run {share:.2f}, above the least one training "
-                                f"run has of another, {natural:.2f}, + {SPLICE_MARGIN:.2f}")
+                           else over())
             out = trace.slice(0, n_events)
         else:
             info["kept"] = True
