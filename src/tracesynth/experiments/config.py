@@ -23,7 +23,7 @@ from tracesynth.errors import ConfigError
 
 CHANNEL_PRESETS = ("light", "full")
 CONSTRAINT_MODES = ("none", "repair", "guided")
-PEER_NAMES = ("markov", "copy", "ar", "par", "dgan")
+PEER_NAMES = ("markov", "copy", "resample", "ar", "par", "dgan")
 
 
 FOLD_SCHEMES = ("leave-one-out",)

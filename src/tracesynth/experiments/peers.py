@@ -1,7 +1,8 @@
 """Peer generators behind the one Generator interface, so they run in the same cells, on the
 same splits, through the same evaluation as TraceSynth.
 
-- `markov`, `copy`: the built-in references (tracesynth.generators).
+- `markov`, `copy`, `resample`: the built-in references (tracesynth.generators); `resample` is
+  the span splice's walk through training with no model (the reference the spliced model must beat).
 - `ar`: an autoregressive transformer of the same parameter count as the TraceSynth denoiser
   (model/ar_reference.py), trained on the same encoded windows with teacher forcing and
   sampled window by window exactly like the diffusion pipeline (each window continues the tail
@@ -40,13 +41,13 @@ class PeerUnavailable(TraceSynthError):
 
 def make_peer(name: str, params: dict, random_state: int) -> Generator:
     """A peer generator by adapter name (see module docstring)."""
-    if name in ("markov", "copy"):
+    if name in ("markov", "copy", "resample"):
         from tracesynth.generators import make
 
         return make(name, random_state=random_state, **params)
     classes = {"ar": ARTransformerPeer, "par": PARPeer, "dgan": DGANPeer}
     if name not in classes:
-        raise ConfigError(f"unknown peer {name!r}; choose one of: markov, copy, {', '.join(classes)}")
+        raise ConfigError(f"unknown peer {name!r}; choose one of: markov, copy, resample, {', '.join(classes)}")
     try:
         return classes[name](random_state=random_state, **params)
     except TypeError as exc:

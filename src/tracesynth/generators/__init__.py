@@ -14,8 +14,9 @@ def registry() -> dict[str, type[Generator]]:
     """Generator name → class (names are what `tracesynth baseline NAME` accepts)."""
     from tracesynth.generators.copy import Copy
     from tracesynth.generators.markov import Markov
+    from tracesynth.generators.resample import Resample
 
-    return {cls.name: cls for cls in (Markov, Copy)}
+    return {cls.name: cls for cls in (Markov, Copy, Resample)}
 
 
 def make(name: str, **params) -> Generator:

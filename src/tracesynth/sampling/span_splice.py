@@ -423,6 +423,61 @@ def _walk(codes, start, end, done, shift, training: Training, k, piece, rng, tak
     return None
 
 
+@dataclass
+class Resampled:
+    """What `resample` walked: training events a..b-1 of each step, in order."""
+
+    steps: list[tuple[int, int]]
+    segments: int  # walks begun at a training run's start (one more each time a walk could not go on)
+    over: int  # segments whose every try made a verbatim training run over max_copy (the least such kept)
+
+    @property
+    def length(self) -> int:
+        return sum(b - a for a, b in self.steps)
+
+
+def resample(training: Training, n_events: int, piece: int, rng: np.random.Generator, k: int = ANCHOR,
+             max_copy: int = MAX_COPY) -> Resampled:
+    """`n_events` of training's own events with no model at all: the splice's walk (`_steps`, pieces
+    of about `piece` events, each next piece from a place drawn among those where the last `k`
+    events occur, near the same phase) begun at the start of a training run drawn by `rng`, for
+    the whole length. Where a walk cannot go on (the end of a run whose last k events occur
+    nowhere else), the next begins at a run's start again, as a new recording would. Each walk is
+    checked with what precedes it against training's (max_copy+1)-grams, up to `WALK_TRIES` draws;
+    where every draw makes a longer verbatim copy (a stretch of a run no other place shares, e.g.
+    a process start-up), the draw with the fewest such grams is kept and counted in `over`. The
+    reference the spliced model must beat: what it scores is the walk's, not a network's."""
+    if n_events < 1 or not training.runs:
+        raise ValueError("resample: needs at least one training run and a positive length")
+    if piece < 2 or 2 * piece >= max_copy - 1:
+        raise ValueError(f"resample: piece must be 2..{(max_copy - 2) // 2 - 1} events, not {piece}")
+    index, codes = training.index(k), training.codes
+    long_grams = training.grams(max_copy + 1)
+    none = np.zeros(0, np.int64)
+    steps: list[tuple[int, int]] = []
+    tail = np.zeros(0, np.int64)  # the output's last max_copy events, for the copy check
+    length = segments = over = 0
+    while length < n_events:
+        start = int(training.offsets[int(rng.integers(len(training.runs)))])
+        best = None
+        for _ in range(WALK_TRIES):
+            walked = _steps(start, 0, n_events - length, training, index, k, piece, rng, none, none, max_copy - 1)
+            events = np.concatenate([codes[a:b] for a, b in walked])
+            window = np.concatenate([tail, events])
+            hits = int(in_sorted(kgram_hashes(window, max_copy + 1), long_grams).sum()) if len(window) > max_copy else 0
+            if best is None or hits < best[0]:
+                best = (hits, walked, window)
+            if not hits:
+                break
+        hits, walked, window = best
+        steps += walked
+        length += sum(b - a for a, b in walked)
+        tail = window[-max_copy:]
+        segments += 1
+        over += hits > 0
+    return Resampled(steps, segments, over)
+
+
 def _steps(p, place, want, training: Training, index: _Index, k, piece, rng, targets, room_after, room):
     """The pieces (a, b) of one walk from training event p, at `place` in the output, for `want`
     events: ending where a target follows within its room (`room_after`), or past `want` by two
