@@ -82,3 +82,18 @@ def test_the_repeat_shares_say_when_self_conditioning_is_worth_a_try():
     assert "too regular" in repeats_advice(0.94, 0.67)                        # scimark: it hurt
     assert "docs/tuning.md" in repeats_advice(0.32, 0.84) and "docs/tuning.md" in repeats_advice(0.94, 0.67)
     assert repeats_advice(0.01, 0.1) == repeats_advice(0.5, None) == ""       # real runs barely repeat
+
+
+def test_baseline_resample_walks_a_real_run(tmp_path, capsys):
+    import tracesynth.datasets as ds
+
+    run = ds.datasets_dir() / "sqlite" / "run1.parquet"
+    out = tmp_path / "resample.parquet"
+    assert main(["baseline", "resample", str(run), "-n", "5000", "--piece", "64", "--seed", "2", "-o", str(out)]) == 0
+    synthetic = tracesynth.load(out)
+    assert len(synthetic) == 5000 and synthetic.meta.workload == "sqlite"
+    assert synthetic.meta.extra["generator"] == "resample" and synthetic.meta.extra["piece"] in (64, 32)
+    assert synthetic.column("tid").null_count == 5000  # light unless told
+    assert main(["baseline", "resample", str(run), "-n", "10", "--channels", "all", "-o", str(tmp_path / "x.csv")]) != 0
+    assert "resample: channels must be 'light' or 'full'" in capsys.readouterr().err
+    assert not (tmp_path / "x.csv").exists()

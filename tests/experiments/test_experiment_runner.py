@@ -25,6 +25,7 @@ tracesynth: {train_steps: 2, batch_events: 256, size: tiny, sample_steps: 2, dev
 peers:
   - {name: markov, params: {order: 2}}
   - {name: copy, params: {chunk_length: 256}}
+  - {name: resample, params: {piece: 64}}
   - {name: markov, label: broken, params: {order: 0}}
 evaluation: {seeds: 1, quick: true}
 """
@@ -45,12 +46,12 @@ def finished_run(tmp_path_factory):
 
 def test_cells_run_and_results_are_written(finished_run):
     _config, out, counts, phases = finished_run
-    assert counts == {"cells": 5, "skipped": 0, "ok": 4, "error": 1}
+    assert counts == {"cells": 6, "skipped": 0, "ok": 5, "error": 1}
     # the two constraint modes share one trained model: trained once, saved once
     assert [p for p, c, d in phases if p == "train" and c.generator == "tracesynth"] == ["train"]
     assert len(list((out / "models").iterdir())) == 1
     frame = pd.read_csv(out / "results.csv")
-    assert len(frame) == 5
+    assert len(frame) == 6
     ok = frame[frame["status"] == "ok"]
     assert ok["tstr"].between(0, 1).all() and ok["trtr"].between(0, 1).all()
     assert (ok["events_synthetic"] == 1500).all()
@@ -82,7 +83,7 @@ def test_second_run_refuses_to_mix_and_resume_skips(finished_run):
     phases = []
     counts = run_experiment(config, out, resume=True, on_progress=lambda p, c, d: phases.append((p, c.cell_id)))
     # finished cells skipped; the deleted one and the failed one run again; no retraining
-    assert counts == {"cells": 5, "skipped": 3, "ok": 1, "error": 1}
+    assert counts == {"cells": 6, "skipped": 4, "ok": 1, "error": 1}
     assert not any(p == "train" and cid.startswith("tracesynth") for p, cid in phases)
     after = {p.name: p.stat().st_mtime_ns for p in (out / "cells").glob("*.json")}
     for name in before:
@@ -101,7 +102,7 @@ def test_a_run_started_before_a_setting_existed_still_resumes(finished_run):
         run = json.loads(saved)
         del run["config"]["tracesynth"]["sample_precision"]  # as a run.json written before the key existed
         (out / "run.json").write_text(json.dumps(run))
-        assert run_experiment(config, out, resume=True)["skipped"] == 4
+        assert run_experiment(config, out, resume=True)["skipped"] == 5
         run["config"]["tracesynth"]["lr"] = 0.5  # a setting that differs still refuses
         (out / "run.json").write_text(json.dumps(run))
         with pytest.raises(ConfigError, match="different config or budget"):

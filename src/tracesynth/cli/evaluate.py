@@ -93,12 +93,15 @@ def evaluate(
 
 @app.command()
 def baseline(
-    kind: str = typer.Argument(..., help="markov or copy."),
+    kind: str = typer.Argument(..., help="markov, copy or resample."),
     train: list[Path] = typer.Argument(..., help="Real training traces."),
     n_events: int = typer.Option(..., "-n", "--events", help="Events to generate."),
     out: Path = typer.Option(..., "-o", "--out", help="Output trace (format from the suffix)."),
     order: int = typer.Option(8, "--order", help="markov: context length (events)."),
     chunk: int = typer.Option(4096, "--chunk", help="copy: chunk length (events)."),
+    piece: int = typer.Option(128, "--piece", help="resample: walk pieces of about this many events."),
+    channels: str = typer.Option("light", "--channels",
+                                 help="resample: light (event types and times) or full (whole rows)."),
     seed: int = typer.Option(0, "--seed", help="Random seed (same seed, same trace)."),
     workload: str = typer.Option(None, "--workload", "-w",
                                  help="Workload to generate (and label for unlabelled inputs)."),
@@ -107,9 +110,10 @@ def baseline(
     from tracesynth import load
     from tracesynth.generators import make
 
-    params = {"markov": {"order": order}, "copy": {"chunk_length": chunk}}
+    params = {"markov": {"order": order}, "copy": {"chunk_length": chunk},
+              "resample": {"piece": piece, "channels": channels}}
     if kind not in params:
-        raise ConfigError(f"unknown baseline {kind!r}; choose markov or copy")
+        raise ConfigError(f"unknown baseline {kind!r}; choose markov, copy or resample")
     traces = [load(p) for p in train]
     if workload:
         traces = [t if t.meta.workload else t.with_meta(workload=workload) for t in traces]

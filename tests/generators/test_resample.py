@@ -1,0 +1,116 @@
+"""Resample (the span splice's walk with no model): conformance, and on real runs its output is
+training's events in pieces, walked where the runs branch, held to the splice's copy bounds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow.compute as pc
+import pytest
+from generators.conformance import check_generator
+
+import tracesynth.datasets as ds
+from tracesynth.errors import ConfigError
+from tracesynth.evaluation.windows import in_sorted, kgram_hashes
+from tracesynth.experiments.peers import make_peer
+from tracesynth.generators import make
+from tracesynth.generators.diffusion import SPLICE_MARGIN
+from tracesynth.generators.resample import Resample
+from tracesynth.sampling.span_splice import ANCHOR, MAX_COPY, MAX_DRIFT
+
+
+def _runs(workload: str, runs=(1, 2), limit: int | None = None):
+    out = []
+    for r in runs:
+        trace = ds.load(workload, r)
+        trace = trace.slice(0, limit) if limit else trace
+        trace.meta.workload = workload
+        out.append(trace)
+    return out
+
+
+@pytest.fixture(scope="module")
+def build():
+    train = _runs("build")
+    return train, Resample(random_state=0).fit(train)
+
+
+def test_conformance():
+    """On a real run (a constructed random chain has no 64-gram twice: nowhere to branch)."""
+    check_generator(lambda seed: Resample(piece=64, random_state=seed), _runs("sqlite", (1,), 12000))
+
+
+@pytest.mark.parametrize("params", [{"piece": 1}, {"piece": 511}, {"piece": 64.0}, {"piece": True},
+                                    {"channels": "all"}])
+def test_bad_parameters_are_refused(params):
+    with pytest.raises(ConfigError):
+        Resample(**params).fit(_runs("sqlite", (1,), 3000))
+
+
+def test_a_trace_is_training_verbatim_in_pieces_walked_where_the_runs_branch(build):
+    train, generator = build
+    trace = generator.sample(32768, seed=0)
+    extra = trace.meta.extra
+    assert extra["generator"] == "resample" and extra["segments"] == 1 and extra["segments_over_max_copy"] == 0
+    training = generator.training_["build"]
+    vocabulary = np.unique(np.concatenate([t.column("event").to_numpy(zero_copy_only=False).astype(str)
+                                           for t in train]))
+    codes = np.searchsorted(vocabulary, trace.column("event").to_numpy(zero_copy_only=False).astype(str))
+    # begins as a training run begins; every 64-event span occurs in training (one walk, no restart)
+    first = [t.column("event").to_pylist()[:ANCHOR] for t in train]
+    assert trace.column("event").to_pylist()[:ANCHOR] in first
+    assert in_sorted(kgram_hashes(codes, ANCHOR), training.grams(ANCHOR)).all()
+    # but no verbatim training run over MAX_COPY events, and a run's copy share within the bound
+    assert not in_sorted(kgram_hashes(codes, MAX_COPY + 1), training.grams(MAX_COPY + 1)).any()
+    assert extra["within_bound"] and training.most_copied(codes, 256) <= training.least_shared(256) + SPLICE_MARGIN
+    assert extra["copy_share_256_one_run"] == pytest.approx(training.most_copied(codes, 256), abs=1e-4)
+    # the gaps are training's: every gap of the trace is one a training run has before the same event
+    gaps = np.diff(trace.column("ts").to_numpy())
+    real = {(e, g) for t in train for e, g in zip(t.column("event").to_pylist()[1:], np.diff(t.column("ts").to_numpy()))}
+    assert all((e, int(g)) in real for e, g in zip(trace.column("event").to_pylist()[1:], gaps))
+    # light: event types and times only
+    assert all(trace.column(c).null_count == len(trace) for c in ("tid", "cpu", "procname", "ret", "payload"))
+    # the walk leaves a run where the runs branch: not one long copy of either
+    assert generator.sample(32768, seed=1).column("event") != trace.column("event")
+
+
+def test_pieces_stay_near_their_phase_of_the_run(build):
+    """Each piece comes from within MAX_DRIFT of its place in the output (a run changes as it goes)."""
+    from tracesynth.sampling.span_splice import resample
+
+    _, generator = build
+    training = generator.training_["build"]
+    walked = resample(training, 20000, 128, np.random.default_rng(4))
+    place = 0
+    for a, b in walked.steps:
+        run = int(training.run_of(a))
+        assert b <= training.ends[run]
+        assert abs(a - int(training.offsets[run]) - place) <= MAX_DRIFT + 2 * 128
+        place += b - a
+    assert walked.length == place >= 20000 and len(walked.steps) >= 20000 // 256
+    again = resample(training, 20000, 128, np.random.default_rng(4))
+    assert again.steps == walked.steps
+
+
+def test_full_copies_whole_rows(build):
+    train, _ = build
+    trace = Resample(channels="full", random_state=0).fit(train).sample(5000, seed=2)
+    assert trace.column("tid").null_count == 0 and trace.column("cpu").null_count == 0
+    rows = {tuple(r.values()) for t in train for r in t.events.drop_columns(["ts"]).to_pylist()}
+    assert all(tuple(r.values()) in rows for r in trace.events.drop_columns(["ts"]).to_pylist())
+
+
+def test_a_run_too_short_to_walk_begins_again_at_a_run_start():
+    """Where the walk cannot go on (the end of a run whose last 64 events occur nowhere else), the
+    next walk begins at a run's start: the length asked is always met."""
+    train = _runs("gzip", (1,), 3000)
+    trace = Resample(random_state=0).fit(train).sample(10000, seed=0)
+    assert len(trace) == 10000 and trace.meta.extra["segments"] >= 2
+    assert trace.column("event").to_pylist()[:100] == train[0].column("event").to_pylist()[:100]
+
+
+def test_registered_as_a_baseline_and_a_peer():
+    train = _runs("sqlite", (1,), 4000)
+    assert type(make("resample", piece=32)) is Resample
+    peer = make_peer("resample", {"piece": 64}, random_state=3).fit(train)
+    assert peer.sample(500).meta.extra["piece"] in (64, 32)
+    assert set(pc.unique(peer.sample(500).column("event")).to_pylist()) <= set(pc.unique(train[0].column("event")).to_pylist())
