@@ -79,6 +79,16 @@ def test_settings_from_the_runs_configs_are_named():
     assert "Compared: `tracesynth.guide_rounds` 4 → 1; `tracesynth.self_condition` unset → True." in md
 
 
+def test_against_a_peer_tracesynths_settings_are_not_named():
+    """A peers-only run records the TraceSynth defaults it never used; beside a peer, only the
+    generator and the other settings differ."""
+    a, b = _runs(generator="resample")
+    configs = ({"name": "x", "tracesynth": {"splice": 64}, "evaluation": {"seeds": 1}},
+               {"name": "y", "tracesynth": {"splice": 0}, "evaluation": {"seeds": 3}})
+    md = render_markdown(compare(a, b, ["disc_512"], configs=configs))
+    assert "Compared: generator tracesynth → resample; `evaluation.seeds` 1 → 3." in md
+
+
 def test_failed_cells_do_not_pair_and_missing_columns_say_so():
     a, b = _runs()
     b.loc[b.index[0], ["status", "disc_512"]] = ["error", None]

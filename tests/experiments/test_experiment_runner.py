@@ -180,6 +180,6 @@ def test_cli_run_logs_a_line_per_cell(finished_run, capsys):
     capsys.readouterr()
     main(["experiment", str(config_file), "-o", str(out), "--resume"])
     lines = [line[11:].split(" · ")[0] for line in capsys.readouterr().err.splitlines() if line.startswith("[")]
-    assert "skip: tracesynth__stream__light__ctx64__none__seed0 1/5 20%" in lines, lines
-    assert lines.index("train: markov__stream__seed0 2/5 40%") < lines.index("done: markov__stream__seed0 3/5 60%")
+    assert "skip: tracesynth__stream__light__ctx64__none__seed0 1/6 17%" in lines, lines
+    assert lines.index("train: markov__stream__seed0 2/6 33%") < lines.index("done: markov__stream__seed0 3/6 50%")
     assert any(line.startswith("error: broken__stream__seed0") for line in lines), lines

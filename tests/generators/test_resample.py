@@ -50,7 +50,7 @@ def test_a_trace_is_training_verbatim_in_pieces_walked_where_the_runs_branch(bui
     train, generator = build
     trace = generator.sample(32768, seed=0)
     extra = trace.meta.extra
-    assert extra["generator"] == "resample" and extra["segments"] == 1 and extra["segments_over_max_copy"] == 0
+    assert extra["generator"] == "resample" and extra["segments"] == 1 and extra["chunks_over_max_copy"] == 0
     training = generator.training_["build"]
     vocabulary = np.unique(np.concatenate([t.column("event").to_numpy(zero_copy_only=False).astype(str)
                                            for t in train]))

@@ -169,8 +169,13 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, metrics=DEFAULT_METRICS, *, name_a
         raise ConfigError(f"no cell of {name_a} pairs with one of {name_b} on {', '.join(keys)} "
                           f"({name_a}: {len(a)} finished cells, {name_b}: {len(b)})")
     pairs = pairs.sort_values(keys).reset_index(drop=True)
+    settings = setting_differences(*configs)
+    if not ((a["generator"] == "tracesynth").any() and (b["generator"] == "tracesynth").any()):
+        # a peer on one side (a peers-only run's defaults for a model it never trained): TraceSynth's
+        # settings are not what differs between the traces
+        settings = [s for s in settings if not s[0].startswith("tracesynth.")]
     return Comparison(name_a, name_b, keys, differing, metrics, pairs, _summarise(pairs, metrics),
-                      settings=setting_differences(*configs))
+                      settings=settings)
 
 
 def _summarise(pairs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:

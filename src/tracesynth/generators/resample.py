@@ -11,9 +11,12 @@ still decides"):
   (`span_splice.resample`): pieces of at least half to twice `piece` events, then a draw among the
   places in training where the last 64 events occur, within `MAX_DRIFT` of the same phase, so the
   walk branches where the runs branch; where a walk cannot go on it begins again at a run's start;
-- like the splice, it walks in shorter pieces (halved down to `SPLICE_WALK_MIN`, as `TraceSynth._splice_passes`) while the result
-  copies more of one training run's 256-grams than the least one training run shares with
-  another, plus `SPLICE_MARGIN`, and keeps the last try otherwise (the evaluation then flags it).
+  4,096 events at a time, each chunk drawn again (up to three times) where it would make a
+  verbatim training run over 1,023 events;
+- like the splice, it walks in shorter pieces (halved down to `SPLICE_WALK_MIN`, as
+  `TraceSynth._splice_passes`) while the result copies more of one training run's 256-grams than
+  the least one training run shares with another, plus `SPLICE_MARGIN`, and keeps the last try
+  otherwise (the evaluation then flags it).
 
 `channels="light"` (the default) writes event types and timestamps, the channels the splice
 replaces, other columns null, as a `light` TraceSynth trace. `channels="full"` copies the rows
@@ -96,7 +99,7 @@ class Resample(Generator):
         events = events.set_column(events.schema.get_field_index("ts"), "ts", pa.array(ts, pa.int64()))
         seconds = time.perf_counter() - started
         extra = {"generator": self.name, "channels": self.channels, "piece": piece, "seed": seed, "segments": walked.segments,
-                 "segments_over_max_copy": walked.over, "copy_share_256_one_run": round(share, 4),
+                 "chunks_over_max_copy": walked.over, "copy_share_256_one_run": round(share, 4),
                  "training_runs_least_share": round(bound - SPLICE_MARGIN, 4), "within_bound": share <= bound,
                  "sample_seconds": round(seconds, 3), "events_per_second": round(n_events / max(seconds, 1e-9), 1)}
         return Trace(events, TraceMeta(source_format="synthetic", workload=workload, extra=extra))

@@ -114,6 +114,7 @@ class Training:
         self._grams: dict[int, np.ndarray] = {}
         self._per_run: dict[tuple[int, int], np.ndarray] = {}
         self._least: dict[int, float] = {}
+        self._branches: dict[int, np.ndarray] = {}
 
     def run_of(self, positions):
         """The training run each of `positions` (in the concatenated runs) belongs to."""
@@ -123,6 +124,28 @@ class Training:
         """How far each of `positions` (in the concatenated runs; `runs`: theirs) sits from `place`
         in its own run, in events: the splice takes nothing further than `MAX_DRIFT`."""
         return np.abs(positions - self.offsets[runs] - place)
+
+    def branches(self, k: int) -> np.ndarray:
+        """Sorted places p (in the concatenated runs) where the k events before p occur somewhere in
+        training followed by another event than p's (a run's end counts as one): the only places
+        the walk can leave its run. Elsewhere every occurrence goes on alike, so a draw among them
+        cannot branch; `resample` steps over those without drawing."""
+        if k not in self._branches:
+            index = self.index(k)
+            starts = np.nonzero(index.starts)[0]
+            after = starts + k
+            inside = after < self.ends[self.run_of(starts)]
+            following = np.where(inside, self.codes[np.minimum(after, len(self.codes) - 1)], -1)
+            grams = index.at[starts]
+            order = np.lexsort((following, grams))
+            g, f = grams[order], following[order]
+            group = np.cumsum(np.r_[True, g[1:] != g[:-1]]) - 1 if len(g) else np.zeros(0, np.int64)
+            varies = np.zeros(group[-1] + 1 if len(g) else 0, dtype=bool)
+            varies[group[1:][(g[1:] == g[:-1]) & (f[1:] != f[:-1])]] = True
+            branch = np.zeros(len(starts), dtype=bool)
+            branch[order] = varies[group]
+            self._branches[k] = np.sort(after[branch])
+        return self._branches[k]
 
     def index(self, k: int) -> _Index:
         if k not in self._indices:
@@ -414,7 +437,7 @@ def _walk(codes, start, end, done, shift, training: Training, k, piece, rng, tak
     else:
         room_after = np.zeros(0, np.int64)
     for _ in range(WALK_TRIES):
-        steps = _steps(p, lo + shift, want, training, index, k, piece, rng, targets, room_after, room)
+        steps, _ = _steps(p, lo + shift, want, training, index, k, piece, rng, targets, room_after, room)
         if steps:
             events = np.concatenate([train_codes[a:b] for a, b in steps])
             window = np.concatenate([before, events, codes[hi:hi + max_copy]])
@@ -423,13 +446,20 @@ def _walk(codes, start, end, done, shift, training: Training, k, piece, rng, tak
     return None
 
 
+# `resample` walks and checks this many events at a time: a verbatim copy over MAX_COPY found in a
+# chunk is drawn again there, not over the whole trace (scimark, 94,102 events: each of three
+# tries of the whole walk held one somewhere, and the tries took 52 s; per chunk, with draws only
+# where a branch is possible, 14 s)
+RESAMPLE_CHUNK = 4096
+
+
 @dataclass
 class Resampled:
     """What `resample` walked: training events a..b-1 of each step, in order."""
 
     steps: list[tuple[int, int]]
     segments: int  # walks begun at a training run's start (one more each time a walk could not go on)
-    over: int  # segments whose every try made a verbatim training run over max_copy (the least such kept)
+    over: int  # chunks whose every try made a verbatim training run over max_copy (the least such kept)
 
     @property
     def length(self) -> int:
@@ -442,48 +472,57 @@ def resample(training: Training, n_events: int, piece: int, rng: np.random.Gener
     of about `piece` events, each next piece from a place drawn among those where the last `k`
     events occur, near the same phase) begun at the start of a training run drawn by `rng`, for
     the whole length. Where a walk cannot go on (the end of a run whose last k events occur
-    nowhere else), the next begins at a run's start again, as a new recording would. Each walk is
-    checked with what precedes it against training's (max_copy+1)-grams, up to `WALK_TRIES` draws;
-    where every draw makes a longer verbatim copy (a stretch of a run no other place shares, e.g.
-    a process start-up), the draw with the fewest such grams is kept and counted in `over`. The
-    reference the spliced model must beat: what it scores is the walk's, not a network's."""
+    nowhere else), the next begins at a run's start again, as a new recording would. The walk
+    goes `RESAMPLE_CHUNK` events at a time, each chunk checked with what precedes it against
+    training's (max_copy+1)-grams and drawn again up to `WALK_TRIES` times; where every draw makes
+    a longer verbatim copy (a stretch of a run no other place shares, e.g. a process start-up),
+    the draw with the fewest such grams is kept and counted in `over`. The reference the spliced
+    model must beat: what it scores is the walk's, not a network's."""
     if n_events < 1 or not training.runs:
         raise ValueError("resample: needs at least one training run and a positive length")
     if piece < 2 or 2 * piece >= max_copy - 1:
         raise ValueError(f"resample: piece must be 2..{(max_copy - 2) // 2 - 1} events, not {piece}")
-    index, codes = training.index(k), training.codes
+    index, codes, branches = training.index(k), training.codes, training.branches(k)
     long_grams = training.grams(max_copy + 1)
     none = np.zeros(0, np.int64)
     steps: list[tuple[int, int]] = []
     tail = np.zeros(0, np.int64)  # the output's last max_copy events, for the copy check
-    length = segments = over = 0
+    length = segments = over = place = 0
+    p = None  # where the walk goes on in training; None: at a run's start
     while length < n_events:
-        start = int(training.offsets[int(rng.integers(len(training.runs)))])
+        if p is None:
+            p, place = int(training.offsets[int(rng.integers(len(training.runs)))]), 0
+            segments += 1
         best = None
         for _ in range(WALK_TRIES):
-            walked = _steps(start, 0, n_events - length, training, index, k, piece, rng, none, none, max_copy - 1)
-            events = np.concatenate([codes[a:b] for a, b in walked])
-            window = np.concatenate([tail, events])
+            walked, then = _steps(p, place, min(RESAMPLE_CHUNK, n_events - length), training, index, k, piece, rng,
+                                  none, none, max_copy - 1, branches)
+            window = np.concatenate([tail, *[codes[a:b] for a, b in walked]])
             hits = int(in_sorted(kgram_hashes(window, max_copy + 1), long_grams).sum()) if len(window) > max_copy else 0
             if best is None or hits < best[0]:
-                best = (hits, walked, window)
+                best = (hits, walked, window, then)
             if not hits:
                 break
-        hits, walked, window = best
+        hits, walked, window, p = best  # p: where the walk goes on (None: a run's end, nowhere to go)
         steps += walked
-        length += sum(b - a for a, b in walked)
+        walked_length = sum(b - a for a, b in walked)
+        length, place = length + walked_length, place + walked_length
         tail = window[-max_copy:]
-        segments += 1
         over += hits > 0
     return Resampled(steps, segments, over)
 
 
-def _steps(p, place, want, training: Training, index: _Index, k, piece, rng, targets, room_after, room):
+def _steps(p, place, want, training: Training, index: _Index, k, piece, rng, targets, room_after, room,
+           branches=None):
     """The pieces (a, b) of one walk from training event p, at `place` in the output, for `want`
     events: ending where a target follows within its room (`room_after`), or past `want` by two
-    pieces without one; the first piece under `room` less two pieces."""
+    pieces without one; the first piece under `room` less two pieces. `branches`
+    (`Training.branches`): look for a jump only there, drawing nothing where no draw could branch
+    (the same walk, fewer draws: `resample`; the splice draws at every event, as its published
+    traces did). Returns the pieces and where the walk would go on after them (None where it
+    ended at a run's end with nowhere to go, or at a target)."""
     steps: list[tuple[int, int]] = []
-    length = 0
+    length, pending = 0, None
     while True:
         run_end = int(training.ends[training.run_of(p)])
         if len(targets) and length >= want - 2 * piece:
@@ -492,6 +531,7 @@ def _steps(p, place, want, training: Training, index: _Index, k, piece, rng, tar
                 steps.append((p, int(targets[j])))
                 break
         if length >= want + (2 * piece if len(targets) else 0):
+            pending = p
             break
         take = min(int(rng.integers(piece // 2, 2 * piece + 1)), run_end - p)
         if not steps:
@@ -507,6 +547,9 @@ def _steps(p, place, want, training: Training, index: _Index, k, piece, rng, tar
         # longer verbatim copy, which the check on the whole walk bounds)
         jumped = None
         while True:
+            if branches is not None:  # the next place a draw could branch, or the run's end
+                j = np.searchsorted(branches, p)
+                p = min(int(branches[j]) if j < len(branches) else run_end, run_end)
             near_end = (targets, np.minimum(room_after, 2 * piece)) if length + p - first >= want - 2 * piece else None
             q = _jump(p, place + length + p - first, training, index, k, rng, near_end)
             if q != p:
@@ -520,7 +563,7 @@ def _steps(p, place, want, training: Training, index: _Index, k, piece, rng, tar
         if jumped is None:  # the run's end, nowhere to go: the walk ends here
             break
         p = jumped
-    return [(a, b) for a, b in steps if b > a]
+    return [(a, b) for a, b in steps if b > a], pending
 
 
 def _jump(p, place, training: Training, index: _Index, k, rng, ends=None) -> int:
