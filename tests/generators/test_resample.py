@@ -89,6 +89,22 @@ def test_pieces_stay_near_their_phase_of_the_run(build):
     assert walked.length == place >= 20000 and len(walked.steps) >= 20000 // 256
     again = resample(training, 20000, 128, np.random.default_rng(4))
     assert again.steps == walked.steps
+    # it leaves a run only where the runs branch: after k events that occur elsewhere followed by
+    # another event, and lands where those k events occur
+    branches = set(training.branches(ANCHOR).tolist())
+    codes = training.codes
+    for (_, b), (a, _) in zip(walked.steps, walked.steps[1:]):
+        if a != b:
+            assert b in branches and np.array_equal(codes[b - ANCHOR:b], codes[a - ANCHOR:a])
+
+
+def test_branch_places_are_where_the_same_context_goes_on_differently():
+    from tracesynth.sampling.span_splice import Training
+
+    runs = [(np.array([0, 1, 2, 0, 1, 3, 4, 0, 1, 2]), np.ones(10, dtype=np.int64)), (np.array([5, 1, 3]), np.ones(3, dtype=np.int64))]
+    # (0, 1) goes on with 2, 3 and 2; (1, 2) with 0 and, at run 1's end, nothing; (1, 3) with 4 and,
+    # at run 2's end, nothing; (2, 0), (3, 4), (4, 0) and (5, 1) occur once: no branch after them
+    assert Training(runs).branches(2).tolist() == [2, 3, 5, 6, 9, 10, 13]
 
 
 def test_full_copies_whole_rows(build):
