@@ -396,3 +396,28 @@ def test_info_describes_a_model_directory(trained, tmp_path, capsys):
     (tmp_path / "broken" / "model.safetensors").write_bytes((model / "model.safetensors").read_bytes())
     assert main(["info", str(tmp_path / "broken")]) == 2
     assert "config.json (line 1, column 2): not valid JSON" in " ".join(capsys.readouterr().err.split())
+
+
+def test_train_no_runs_keeps_no_training_run_and_the_sampler_says_why(tmp_path, capsys):
+    """A model to share: `--no-runs` leaves the splice's and the start-up anchor's tables (the only
+    verbatim training sequences a model holds) out; info and generate say so."""
+    import tracesynth.datasets as ds
+
+    data = [tmp_path / f"sqlite{run}.parquet" for run in (1, 2)]  # two runs that share long spans
+    for run, path in zip((1, 2), data):
+        ds.load("sqlite", run).slice(0, 4000).with_meta(workload="sqlite").save(path)
+    kept, bare = tmp_path / "kept", tmp_path / "bare"
+    for out, flags in ((kept, []), (bare, ["--no-runs"])):
+        assert main(["train", *map(str, data), "-o", str(out), "--channels", "light", "--steps", "2", "--seed", "1",
+                     *flags, *TINY]) == 0
+    assert (kept / "splices.safetensors").exists() and (kept / "startups.safetensors").exists()
+    assert not (bare / "splices.safetensors").exists() and not (bare / "startups.safetensors").exists()
+    assert json.loads((bare / "config.json").read_text())["train"]["keep_runs"] is False
+    capsys.readouterr()
+    assert main(["info", str(bare)]) == 0
+    assert "not kept (train --no-runs)" in " ".join(capsys.readouterr().out.split())
+    assert main(["generate", str(bare), "-n", "300", "--steps", "2", "--constraints", "none", "--splice", "64",
+                 "--start-anchor", "64", "-o", str(tmp_path / "s.parquet")]) == 0
+    err = capsys.readouterr().err
+    assert "span splice: off (model trained with --no-runs: it holds no training run to splice from)" in err
+    assert "start-up anchor: off (trained with --no-runs)" in err

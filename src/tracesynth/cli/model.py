@@ -89,6 +89,10 @@ def train(
                                    help="Also keep the weights of the lowest validation loss, as a model "
                                         "directory in OUT/best (generate from it); set on the first run, "
                                         "kept on --resume."),
+    keep_runs: bool = typer.Option(True, "--keep-runs/--no-runs",
+                                   help="Keep the training runs' event types and gaps with the model, for "
+                                        "the opt-in span splice and start-up anchor (default); --no-runs: "
+                                        "a model to share, with no verbatim training run in it."),
     patience: int = typer.Option(0, "--patience", min=0,
                                  help="Stop after this many validations without a better loss (0: never); "
                                       "set on the first run, kept on --resume."),
@@ -113,7 +117,7 @@ def train(
     train_cfg = TrainConfig(steps=steps, batch_size=batch_size, lr=lr, seed=seed, device=device, precision=precision,
                             ngram_order=ngram_order,
                             val_every=val_every or steps, checkpoint_every=checkpoint_every,
-                            keep_best=keep_best, patience=patience,
+                            keep_best=keep_best, patience=patience, keep_runs=keep_runs,
                             **({} if start_rate is None else {"start_rate": start_rate}),
                             **({} if start_rate_end is None else {"start_rate_end": start_rate_end}),
                             **({} if ema is None else {"ema": ema}),
@@ -374,7 +378,8 @@ def _anchor_note(gen, trace, workload: str, seed: int) -> str:
     if not gen.start_anchor:
         return "start-up anchor: off (--start-anchor N begins the trace with a training run's first N events)"
     if table is None or not table.knows(workload):
-        return "start-up anchor: off (model saved without its training start-ups)"
+        why = "trained with --no-runs" if not gen.runs_kept() else "model saved without its training start-ups"
+        return f"start-up anchor: off ({why})"
     taken = trace.meta.extra.get("start_anchor", 0)
     run = table.chosen(workload, seed) + 1
     return (f"start-up anchor: the first {taken:,} events are training run {run} of {len(table.runs[workload])}'s "

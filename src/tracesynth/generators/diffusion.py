@@ -174,7 +174,8 @@ class TraceSynth(Generator):
                  ngram_order: int = NGRAM_ORDER, self_condition: bool | None = None, keep_best: bool = False,
                  ema: float = EMA, val_fraction: float = VAL_FRACTION, start_rate_end: float | None = None,
                  cadence: bool | str = CADENCE, start_steps: int | None = START_STEPS,
-                 start_anchor: int = START_ANCHOR, splice: int = SPLICE, splice_walk: int = SPLICE_WALK):
+                 start_anchor: int = START_ANCHOR, splice: int = SPLICE, splice_walk: int = SPLICE_WALK,
+                 keep_runs: bool = True):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -222,6 +223,7 @@ class TraceSynth(Generator):
         if splice_walk < 0 or (splice_walk and splice_walk < 2):
             raise ConfigError(f"splice_walk must be 0 (off) or a piece of at least 2 events, not {splice_walk}")
         self.splice_walk = splice_walk  # sampling: the splice's walk pieces (0: no walk)
+        self.keep_runs = keep_runs  # training: keep the runs' event sequences with the model (splice, anchor)
 
     def get_params(self) -> dict:
         keys = ("channels", "context", "size", "train_steps", "batch_size", "lr", "sample_steps",
@@ -230,7 +232,7 @@ class TraceSynth(Generator):
                 "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds", "ngram_weight",
                 "ngram_rounds", "prior_from", "precision", "train_precision", "ngram_order", "self_condition",
                 "keep_best", "ema", "val_fraction", "cadence", "start_steps", "start_anchor", "splice",
-                "splice_walk")
+                "splice_walk", "keep_runs")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -243,7 +245,8 @@ class TraceSynth(Generator):
                             keep_best=self.keep_best,
                             start_rate=self.start_rate, start_rate_end=self.start_rate_end,
                             precision=self.train_precision,
-                            ngram_order=self.ngram_order, ema=self.ema, val_fraction=self.val_fraction)
+                            ngram_order=self.ngram_order, ema=self.ema, val_fraction=self.val_fraction,
+                            keep_runs=self.keep_runs)
         return model, train
 
     def _val_every(self) -> int:
@@ -338,12 +341,20 @@ class TraceSynth(Generator):
         if set(enc.channels) != {"event", "dt"}:
             return "it applies to models of event types and gaps only: --channels light"
         if enc.splices is None:
+            if not self.runs_kept():
+                return "model trained with --no-runs: it holds no training run to splice from"
             return "model saved without its training runs; benchmarks/refit_splices.py adds them"
         if not enc.splices.knows(workload):
             share = enc.copies.natural.get(workload) if enc.copies is not None else None
             shared = "few" if share is None else f"{share:.2f}"
             return f"{workload}'s training runs share {shared} of their 256-event spans; it applies from {SHARED_SPANS:.2f}"
         return None
+
+    def runs_kept(self) -> bool:
+        """Whether this model was trained keeping its training runs' event sequences (False: `train
+        --no-runs`, a model to share; the span splice and the start-up anchor then have nothing)."""
+        config = getattr(self, "train_config_", None)
+        return config is None or config.keep_runs
 
     def _splice_training(self, workload: str):
         """`workload`'s training runs indexed for the splice (`span_splice.Training`), built on

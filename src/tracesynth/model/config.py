@@ -143,6 +143,10 @@ class TrainConfig:
     precision: str = "auto"       # what the network trains in: auto (bf16 on CUDA, fp32 on CPU), fp32, bf16
     ngram_order: int = 8          # longest context of the n-gram prior's tables, events on each side (encoding.ngrams.K)
     ema: float = EMA              # decay of the weights' moving average that is saved and sampled (0: the last weights)
+    # Keep the training runs' event sequences with the model (the span splice's table, the start-up
+    # anchor's table); False: a model to share holds no verbatim training run (those two opt-in
+    # sampler features are then off).
+    keep_runs: bool = True
 
     def validate(self) -> TrainConfig:
         if self.steps < 1 or self.batch_size < 1 or self.lr <= 0:

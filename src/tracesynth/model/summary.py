@@ -18,7 +18,8 @@ TABLES = {"support.safetensors": "8-gram support (support corrector)",
           "copies.safetensors": "256-gram spans (copy guard)",
           "ngrams.safetensors": "n-gram counts (sampling prior)",
           "cadence.safetensors": "steady rhythms (cadence scaffold)",
-          "startups.safetensors": "training start-ups (start-up anchor)"}
+          "startups.safetensors": "training start-ups (start-up anchor)",
+          "splices.safetensors": "training runs' event types and gaps (span splice)"}
 
 
 @dataclass
@@ -50,6 +51,7 @@ class ModelSummary:
     optimizer_state: bool = False     # training can resume
     ema: float = 0.0                  # decay of the weights' moving average these weights are (0: the last weights)
     val_fraction: float = 0.1         # share of each training trace's end held out for validation
+    keep_runs: bool = True            # trained keeping the runs' event sequences (False: train --no-runs)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -89,6 +91,7 @@ def summarize_model(directory: str | Path) -> ModelSummary:
         optimizer_state=all((directory / name).exists() for name in resume_files(train)),
         ema=float(train.get("ema") or 0.0),
         val_fraction=float(train.get("val_fraction", 0.1)),
+        keep_runs=bool(train.get("keep_runs", True)),
     )
 
 
@@ -120,6 +123,9 @@ def summary_rows(s: ModelSummary) -> list[tuple[str, str]]:
         rows.append(("validation traces", "; ".join(
             f"{t['workload']} {t['events']:,} events, {_span(t)}" for t in s.validation_traces)))
     rows.append(("sampler tables", ", ".join(s.tables) or "none"))
+    if not s.keep_runs:
+        rows.append(("training runs", "not kept (train --no-runs): no verbatim training run in this model; "
+                                      "the span splice and start-up anchor are off"))
     if any(s.serial_syscalls.values()):
         rows.append(("serial syscalls", ", ".join(f"{w} {n}" for w, n in s.serial_syscalls.items())))
     rows.append(("resumable", "yes (optimizer state kept)" if s.optimizer_state else "no (no optimizer state)"))

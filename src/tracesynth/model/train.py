@@ -364,6 +364,8 @@ def train(
             raise ConfigError(f"--resume: {out_dir} was validated on other traces than these ({why})")
     else:
         encoder = TraceEncoder(channels, ngram_order=cfg.ngram_order).fit(traces)
+        if not cfg.keep_runs:  # no verbatim training run leaves with the model
+            encoder.splices = encoder.startups = None
         mc = dataclasses.replace(model_config or ModelConfig())
         longest = max(len(t) for t in traces)
         if longest < mc.context:  # short training data: a shorter window, same architecture
