@@ -130,3 +130,11 @@ def test_tracesynth_table_shows_the_start_up_beside_the_held_out_run():
     frame.loc[cells, "cadence_octaves_real"] = 0.08
     row = _row(render_markdown(frame, run), "stream", "light", "256", "none")
     assert f"| 0.60 ± {T_975_1 * 0.1:.2f} (0.08) |" in row  # t·sd/√n of 0.5 and 0.7
+
+
+def test_a_peers_only_run_claims_no_training_budget():
+    frame = read_csv(DATA)
+    peers = frame[frame["generator"] != "tracesynth"]
+    run = {"config": {"name": "peers only"}, "budget": 1.0, "train_steps": 300}
+    md = render_markdown(peers, run)
+    assert "Peers only: no TraceSynth cell, so no training budget." in md and "train steps per model" not in md

@@ -219,7 +219,9 @@ def render_markdown(frame: pd.DataFrame, run: dict | None = None, plots: list | 
                if expected and expected > len(frame) else "")
     out.append(f"Cells: {len(frame)} ({int((frame['status'] == 'ok').sum())} finished, "
                f"{int((frame['status'] == 'error').sum())} failed).{partial} Seeds: {', '.join(map(str, seeds)) or '—'}. "
-               f"Budget: {run.get('budget', '?')} (TraceSynth train steps per model: {run.get('train_steps', '?')}).")
+               + (f"Budget: {run.get('budget', '?')} (TraceSynth train steps per model: {run.get('train_steps', '?')})."
+                  if (frame["generator"] == "tracesynth").any() or frame.empty
+                  else "Peers only: no TraceSynth cell, so no training budget."))
     env = run.get("environment")
     if env:
         out.append(f"Environment: Python {env.get('python')}, torch {env.get('torch')}, "
