@@ -38,8 +38,10 @@ W="datasets/$WORKLOAD"
 N_TEST=$(.venv/bin/python -c "import tracesynth.datasets as d; print(len(d.load('$WORKLOAD', run=3)))")
 N_GEN="${DEMO_EVENTS:-$N_TEST}"
 
-step "5. reference generators: an order-8 Markov chain and a copier of real chunks ($WORKLOAD, runs 1-2)"
+step "5. reference generators: an order-8 Markov chain, and training's own events walked piece by piece ($WORKLOAD, runs 1-2)"
 $TS baseline markov "$W/run1.parquet" "$W/run2.parquet" -n "$N_GEN" --order 8 --seed 0 -o "$OUT/markov8.parquet"
+# The span splice's walk with no model (docs/evaluation.md): what `generate --splice 64` must beat.
+$TS baseline resample "$W/run1.parquet" "$W/run2.parquet" -n "$N_GEN" --seed 0 -o "$OUT/resample.parquet"
 
 step "6. train the diffusion model (light = event + inter-event time, context 4096; ${DEMO_STEPS:-300} steps for the demo; the default is 1000)"
 # --keep-best: the weights of the lowest validation loss also land in model/best (a model
@@ -105,8 +107,8 @@ step "8. check both synthetic traces against kernel semantics; repair the Markov
 $TS check "$OUT/tracesynth.parquet" "$OUT/markov8.parquet" || true
 $TS repair "$OUT/markov8.parquet" -o "$OUT/markov8-repaired.parquet" --edits "$OUT/markov8-edits.jsonl"
 
-step "9. evaluate both against the held-out real run 3 (TSTR/TRTR, fidelity and the start-up, discriminative and what gives windows away, repeated spans, privacy)"
-for gen in tracesynth markov8; do
+step "9. evaluate the three against the held-out real run 3 (TSTR/TRTR, fidelity and the start-up, discriminative and what gives windows away, repeated spans, privacy)"
+for gen in tracesynth markov8 resample; do
     $TS evaluate --train "$W/run1.parquet" "$W/run2.parquet" --test "$W/run3.parquet" \
         --synthetic "$OUT/$gen.parquet" -o "$OUT/report-$gen" --quick --seeds 1
 done
@@ -134,11 +136,16 @@ $TS compare benchmarks/results/experiments-fileio-folds-matched-exec benchmarks/
 $TS compare benchmarks/results/experiments-defaults-run3-exec benchmarks/results/experiments-splice-walk-run3 \
     --where generator=tracesynth -m disc_512 -m copy_rate_256 -o "$OUT/compare-splice.md" \
     | grep -E '^\| (sqlite|gzip|pybench|build) '
+# The same walk with no model (the resample peer) against the model with the splice and walk, seed
+# for seed: what the network adds (docs/model.md, "What the model still decides").
+$TS compare benchmarks/results/experiments-resample-run3 benchmarks/results/experiments-splice-walk-run3 \
+    --where-b generator=tracesynth -m disc_512 -m tstr_trtr -m copy_rate_256 -o "$OUT/compare-resample.md" \
+    | grep -E '^\| (sqlite|gzip|pybench|build|\*\*mean)'
 # One run's grid split in two: the same workloads and seeds at context 256 and 16384.
 $TS compare benchmarks/results/experiments-context-ngram --where-a context=256 --where-b context=16384 \
     -m tstr_trtr -m disc_2048 -o "$OUT/compare-context.md" >/dev/null
 
 echo
-echo "Reports: $OUT/report-tracesynth/report.html, $OUT/report-markov8/report.html and $OUT/report-self-conditioned/report.html"
+echo "Reports: $OUT/report-tracesynth/report.html, $OUT/report-markov8/report.html, $OUT/report-resample/report.html and $OUT/report-self-conditioned/report.html"
 echo "Outputs:"
 find "$OUT" -maxdepth 1 -mindepth 1 | sort | sed 's/^/  /'
