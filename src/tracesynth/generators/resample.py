@@ -69,7 +69,11 @@ class Resample(Generator):
             for table, run_names in zip(tables, names):
                 ts = table.column("ts").to_numpy().astype(np.int64)
                 runs.append((np.searchsorted(vocabulary, run_names).astype(np.int64), np.diff(ts, prepend=ts[:1])))
-            self.tables_[workload] = pa.concat_tables(tables)  # rows in the order Training concatenates runs
+            table = pa.concat_tables(tables)  # rows in the order Training concatenates runs
+            if self.channels == "light":  # event types and times: the other columns null, once
+                table = pa.table({f.name: table.column(f.name) if f.name in ("ts", "event")
+                                  else pa.nulls(len(table), f.type) for f in table.schema}, schema=table.schema)
+            self.tables_[workload] = table
             self.training_[workload] = Training(runs)
             self.start_ts_[workload] = int(tables[0].column("ts")[0].as_py())
 
@@ -90,11 +94,7 @@ class Resample(Generator):
             piece //= 2
         gaps = training.gaps[rows].copy()
         gaps[0] = 0
-        table = self.tables_[workload]
-        if self.channels == "light":
-            table = pa.table({f.name: (table.column(f.name) if f.name in ("ts", "event") else pa.nulls(len(table), f.type))
-                              for f in table.schema}, schema=table.schema)
-        events = table.take(pa.array(rows))
+        events = self.tables_[workload].take(pa.array(rows))
         ts = self.start_ts_[workload] + np.cumsum(gaps)
         events = events.set_column(events.schema.get_field_index("ts"), "ts", pa.array(ts, pa.int64()))
         seconds = time.perf_counter() - started
