@@ -258,8 +258,8 @@ def splice(codes: np.ndarray, gaps: np.ndarray, runs: Training | list[tuple[np.n
             end += 1
         match = None
         for anchor in _anchors(k):
-            match, lo, hi = _match(codes, i, end, done, placed - done if phase else None, training.index(anchor),
-                                   training.offsets, taken, rng, anchor, max_copy - 2 * anchor)
+            match, lo, hi = _match(codes, i, end, done, placed - done if phase else None, training, anchor, taken,
+                                   rng, max_copy - 2 * anchor)
             if match is not None:
                 # the first candidate that, with what already matches training around it, makes no
                 # verbatim run longer than max_copy (a splice next to a copied stretch would join them)
@@ -322,11 +322,12 @@ def _anchors(k: int) -> list[int]:
     return out
 
 
-def _match(codes, start, end, done, shift, index: _Index, offsets, taken, rng, k, max_span):
+def _match(codes, start, end, done, shift, training: Training, k, taken, rng, max_span):
     """((a, b, run) arrays of candidates, best first: training events a..b-1 of a run to put in place
     of codes[lo:hi]; lo, hi) for the uncovered stretch codes[start:end], or (None, start, end): the
     anchors are codes[lo-k:lo] and codes[hi:hi+k]. `shift`: what earlier splices moved codes[lo] by
     in the output (its place there is lo + shift; None: candidates from anywhere in a run)."""
+    index = training.index(k)
     n = len(codes)
     lo, hi = start, end
     grow_left = True
@@ -357,7 +358,7 @@ def _match(codes, start, end, done, shift, index: _Index, offsets, taken, rng, k
                     # nearest the stretch's place in the trace (in PHASE steps: the same phase of
                     # the run), then closest in length, then the run least taken from so far (no
                     # one training run copied more than the others), then the seed's draw
-                    phase = (np.abs((a_ - offsets[r_]) - (lo + shift)) // PHASE if shift is not None
+                    phase = (training.drift(a_, r_, lo + shift) // PHASE if shift is not None
                              else np.zeros(len(a_), dtype=np.int64))
                     off = np.abs((q_ - a_) - want)
                     order = np.lexsort((rng.random(len(off)), taken[r_], off, phase))[:CANDIDATES]
