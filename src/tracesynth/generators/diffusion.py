@@ -124,6 +124,17 @@ SPLICE_WALK = 128
 SPLICE_WALK_MIN = 32
 
 
+def walk_pieces(piece: int) -> list[int]:
+    """The walk's piece lengths tried in turn while a trace copies more than the bound: `piece`,
+    then halved down to SPLICE_WALK_MIN (or `piece` itself where it is shorter); none for 0. The
+    splice's passes and the `resample` reference both walk these."""
+    pieces = []
+    while piece and piece >= min(SPLICE_WALK_MIN, pieces[0] if pieces else piece):
+        pieces.append(piece)
+        piece //= 2
+    return pieces
+
+
 def constraint_tools(mode: str, single_thread: bool = False, serial=()):
     """(guide or None, repair function or None) for a `--constraints` mode; a clear error when
     the constraints package cannot provide them (never a silent skip). `serial`: syscalls the
@@ -442,11 +453,7 @@ class TraceSynth(Generator):
         """(by phase, walk piece) of each splice `_splice` tries, in order, until one copies no
         more than the bound: walking in pieces of `splice_walk` events, then half as long down to
         SPLICE_WALK_MIN, then no walk, then by length from anywhere."""
-        walks, piece = [], self.splice_walk
-        while piece and piece >= min(SPLICE_WALK_MIN, self.splice_walk):
-            walks.append(piece)
-            piece //= 2
-        return [(True, w) for w in walks] + [(True, 0), (False, 0)]
+        return [(True, w) for w in walk_pieces(self.splice_walk)] + [(True, 0), (False, 0)]
 
     def single_thread(self) -> bool:
         """Whether this model's traces, having no thread ids, are checked, guided and repaired

@@ -78,20 +78,18 @@ class Resample(Generator):
             self.start_ts_[workload] = int(tables[0].column("ts")[0].as_py())
 
     def _sample(self, n_events: int, workload: str, seed: int) -> Trace:
-        from tracesynth.generators.diffusion import SPLICE_MARGIN, SPLICE_WALK_MIN
+        from tracesynth.generators.diffusion import SPLICE_MARGIN, walk_pieces
         from tracesynth.sampling.span_splice import resample
 
         started = time.perf_counter()
         training = self.training_[workload]
         bound = training.least_shared(COPY_SPAN) + SPLICE_MARGIN
-        piece = self.piece
-        while True:
+        for piece in walk_pieces(self.piece):  # the last is kept even above the bound (the evaluation flags it)
             walked = resample(training, n_events, piece, np.random.default_rng([seed, piece]))
             rows = np.concatenate([np.arange(a, b) for a, b in walked.steps])[:n_events]
             share = training.most_copied(training.codes[rows], COPY_SPAN)
-            if share <= bound or piece // 2 < min(SPLICE_WALK_MIN, self.piece):
+            if share <= bound:
                 break
-            piece //= 2
         gaps = training.gaps[rows].copy()
         gaps[0] = 0
         events = self.tables_[workload].take(pa.array(rows))
