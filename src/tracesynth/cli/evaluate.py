@@ -100,6 +100,9 @@ def baseline(
     order: int = typer.Option(8, "--order", help="markov: context length (events)."),
     chunk: int = typer.Option(4096, "--chunk", help="copy: chunk length (events)."),
     piece: int = typer.Option(128, "--piece", help="resample: walk pieces of about this many events."),
+    context: int = typer.Option(64, "--context",
+                                help="resample: events a jump's place must share with the walk's last ones "
+                                     "(shorter: more places to jump to, fewer long spans copied)."),
     channels: str = typer.Option("light", "--channels",
                                  help="resample: light (event types and times) or full (whole rows)."),
     seed: int = typer.Option(0, "--seed", help="Random seed (same seed, same trace)."),
@@ -111,7 +114,7 @@ def baseline(
     from tracesynth.generators import make
 
     params = {"markov": {"order": order}, "copy": {"chunk_length": chunk},
-              "resample": {"piece": piece, "channels": channels}}
+              "resample": {"piece": piece, "context": context, "channels": channels}}
     if kind not in params:
         raise ConfigError(f"unknown baseline {kind!r}; choose markov, copy or resample")
     traces = [load(p) for p in train]

@@ -9,14 +9,19 @@ still decides"):
 - `fit` keeps each training run's rows and event types (a vocabulary of the workload's names);
 - `sample` begins at the start of a training run drawn by the seed and walks
   (`span_splice.resample`): pieces of at least half to twice `piece` events, then a draw among the
-  places in training where the last 64 events occur, within `MAX_DRIFT` of the same phase, so the
-  walk branches where the runs branch; where a walk cannot go on it begins again at a run's start;
+  places in training where the last `context` events (64, the splice's anchor) occur, within
+  `MAX_DRIFT` of the same phase, so the walk branches where the runs branch; where a walk cannot go on it begins again at a run's start;
   4,096 events at a time, each chunk drawn again (up to three times) where it would make a
   verbatim training run over 1,023 events;
 - like the splice, it walks in shorter pieces (halved down to `SPLICE_WALK_MIN`, as
   `TraceSynth._splice_passes`) while the result copies more of one training run's 256-grams than
   the least one training run shares with another, plus `SPLICE_MARGIN`, and keeps the last try
   otherwise (the evaluation then flags it).
+
+`context` is the walk's privacy dial: the shorter the match a jump needs, the more places it can
+jump to and the fewer of training's long spans it copies (sqlite, run 3 held out: 0.38-0.40 of
+its 256-event spans in training with 64, 0.02-0.04 with 8; stream 0.14-0.16 and 0.01-0.03, where
+the held-out run shares 0.002), at the price of the long-range structure only a long match keeps.
 
 `channels="light"` (the default) writes event types and timestamps, the channels the splice
 replaces, other columns null, as a `light` TraceSynth trace. `channels="full"` copies the rows
@@ -39,6 +44,9 @@ from tracesynth.generators.base import Generator
 from tracesynth.schema import Trace, TraceMeta
 
 COPY_SPAN = 256  # the span whose one-run copy share the walk is held to (the splice's, the evaluation's)
+MAX_CONTEXT = 256  # the longest match a jump may require (the copy span: longer matches only copy)
+CONTEXT = 64  # the events a jump's place must share with the walk's last ones: the splice's ANCHOR
+# (span_splice imports the sampler, hence torch: it is imported where the walk runs, not here)
 
 
 class Resample(Generator):
@@ -46,9 +54,10 @@ class Resample(Generator):
 
     name = "resample"
 
-    def __init__(self, piece: int = 128, channels: str = "light", random_state: int = 0):
+    def __init__(self, piece: int = 128, context: int = CONTEXT, channels: str = "light", random_state: int = 0):
         super().__init__(random_state=random_state)
         self.piece = piece
+        self.context = context
         self.channels = channels
 
     def _fit(self, traces_by_workload: dict[str, list[Trace]]) -> None:
@@ -58,6 +67,9 @@ class Resample(Generator):
         if not isinstance(piece, int) or isinstance(piece, bool) or not 2 <= piece < (MAX_COPY - 1) // 2:
             raise ConfigError(f"resample: piece must be an integer from 2 to {(MAX_COPY - 1) // 2 - 1} events, "
                               f"got {piece!r}")
+        context = self.context
+        if not isinstance(context, int) or isinstance(context, bool) or not 1 <= context <= MAX_CONTEXT:
+            raise ConfigError(f"resample: context must be an integer from 1 to {MAX_CONTEXT} events, got {context!r}")
         if self.channels not in ("light", "full"):
             raise ConfigError(f"resample: channels must be 'light' or 'full', got {self.channels!r}")
         self.tables_, self.training_, self.start_ts_ = {}, {}, {}
@@ -85,7 +97,7 @@ class Resample(Generator):
         training = self.training_[workload]
         bound = training.least_shared(COPY_SPAN) + SPLICE_MARGIN
         for piece in walk_pieces(self.piece):  # the last is kept even above the bound (the evaluation flags it)
-            walked = resample(training, n_events, piece, np.random.default_rng([seed, piece]))
+            walked = resample(training, n_events, piece, np.random.default_rng([seed, piece]), k=self.context)
             rows = np.concatenate([np.arange(a, b) for a, b in walked.steps])[:n_events]
             share = training.most_copied(training.codes[rows], COPY_SPAN)
             if share <= bound:
@@ -96,7 +108,7 @@ class Resample(Generator):
         ts = self.start_ts_[workload] + np.cumsum(gaps)
         events = events.set_column(events.schema.get_field_index("ts"), "ts", pa.array(ts, pa.int64()))
         seconds = time.perf_counter() - started
-        extra = {"generator": self.name, "channels": self.channels, "piece": piece, "seed": seed, "segments": walked.segments,
+        extra = {"generator": self.name, "channels": self.channels, "piece": piece, "context": self.context, "seed": seed, "segments": walked.segments,
                  "chunks_over_max_copy": walked.over, "copy_share_256_one_run": round(share, 4),
                  "training_runs_least_share": round(bound - SPLICE_MARGIN, 4), "within_bound": share <= bound,
                  "sample_seconds": round(seconds, 3), "events_per_second": round(n_events / max(seconds, 1e-9), 1)}
