@@ -104,8 +104,12 @@ class Training:
     (`TraceSynth` keeps one per workload) rather than on every trace: the anchor indexes, the
     1,024-gram and 8-gram hash sets and the least pairwise share."""
 
-    def __init__(self, runs: list[tuple[np.ndarray, np.ndarray]]):
+    def __init__(self, runs: list[tuple[np.ndarray, np.ndarray]], states: np.ndarray | None = None):
         self.runs = [(np.asarray(c, dtype=np.int64), np.asarray(g, dtype=np.int64)) for c, g in runs]
+        # a label per event (of the concatenated runs) for the state after it; where given, a walk
+        # jumps only between places whose labels match (thread_seams.machine_states: the threads
+        # running on each CPU); None: event types decide alone
+        self.states = None if states is None else np.asarray(states)
         self.codes = np.concatenate([c for c, _ in self.runs]) if self.runs else np.zeros(0, np.int64)
         self.gaps = np.concatenate([g for _, g in self.runs]) if self.runs else np.zeros(0, np.int64)
         self.offsets = np.cumsum([0] + [len(c) for c, _ in self.runs[:-1]]).astype(np.int64)  # where each run begins
@@ -604,6 +608,9 @@ def _places(p, place, training: Training, index: _Index, k):
     where, runs = _near(where + k, runs, place, training)
     codes = training.codes
     same = codes[where] == (codes[p] if p < training.ends[training.run_of(p - 1)] else -1)  # none after a run's end
+    if training.states is not None:
+        keep = training.states[where - 1] == training.states[p - 1]
+        where, runs, same = where[keep], runs[keep], same[keep]
     return where, runs, same
 
 
