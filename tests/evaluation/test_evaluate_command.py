@@ -95,6 +95,7 @@ def test_baseline_resample_walks_a_real_run(tmp_path, capsys):
     assert len(synthetic) == 5000 and synthetic.meta.workload == "sqlite"
     assert synthetic.meta.extra["generator"] == "resample" and synthetic.meta.extra["piece"] in (64, 32)
     assert synthetic.meta.extra["context"] == 32
+    assert "walk: pieces of ~" in capsys.readouterr().err
     assert synthetic.column("tid").null_count == 5000  # light unless told
     assert main(["baseline", "resample", str(run), "-n", "10", "--channels", "all", "-o", str(tmp_path / "x.csv")]) != 0
     assert "resample: channels must be 'light' or 'full'" in capsys.readouterr().err
