@@ -47,9 +47,16 @@ def _runs_on(current: np.ndarray, column: int, tid: int) -> None:
         current[column] = tid
 
 
+def _now_running(event: str, tid: int, payload: str | None) -> int:
+    """The thread on the row's CPU after the row: a sched_switch's next_tid, else the row's own."""
+    if event == "sched_switch" and payload:
+        return int(json.loads(payload).get("next_tid", tid))
+    return tid
+
+
 def _running_after(table: pa.Table, cpus: np.ndarray) -> np.ndarray:
     """(rows, CPUs): the thread running on each CPU after each row (`UNKNOWN` before the CPU shows
-    one): a sched_switch's next_tid, else the tid of the row's own event."""
+    one)."""
     cpu = table.column("cpu").fill_null(-1).to_numpy().astype(np.int64)
     tid = table.column("tid").fill_null(-1).to_numpy().astype(np.int64)
     events = table.column("event").to_numpy(zero_copy_only=False)
@@ -59,10 +66,7 @@ def _running_after(table: pa.Table, cpus: np.ndarray) -> np.ndarray:
     current = np.full(len(cpus), UNKNOWN, dtype=np.int64)
     for i in range(len(cpu)):
         if cpu[i] >= 0:
-            running = tid[i]
-            if events[i] == "sched_switch" and payload[i]:
-                running = int(json.loads(payload[i]).get("next_tid", running))
-            _runs_on(current, column[i], running)
+            _runs_on(current, column[i], _now_running(events[i], int(tid[i]), payload[i]))
         out[i] = current
     return out
 
@@ -203,10 +207,7 @@ class ThreadMap:
                     exited.discard(gone)
                     self.release(gone)  # its last switch (or its freeing): the thread is gone
             if cpu[i] >= 0:
-                running = tid[i]
-                if events[i] == "sched_switch" and payload[i]:
-                    running = int(json.loads(payload[i]).get("next_tid", running))
-                _runs_on(out_running, column[i], running)
+                _runs_on(out_running, column[i], _now_running(events[i], int(tid[i]), payload[i]))
         nulls = {name: table.column(name).is_null().to_numpy(zero_copy_only=False) for name in ("tid", "pid")}
         for name, values in (("tid", tid), ("pid", pid)):
             array = pa.array(values, pa.int64(), mask=nulls[name])
