@@ -42,6 +42,11 @@ step "5. reference generators: an order-8 Markov chain, and training's own event
 $TS baseline markov "$W/run1.parquet" "$W/run2.parquet" -n "$N_GEN" --order 8 --seed 0 -o "$OUT/markov8.parquet"
 # The span splice's walk with no model (docs/evaluation.md): what `generate --splice 64` must beat.
 $TS baseline resample "$W/run1.parquet" "$W/run2.parquet" -n "$N_GEN" --seed 0 -o "$OUT/resample.parquet"
+# The same walk over whole rows (threads, CPUs, return values, payloads): it jumps only where every
+# CPU runs a thread of the same name in the same syscall and renames threads across jumps, so its
+# trace keeps the kernel's rules (step 8 checks it beside the Markov chain's).
+$TS baseline resample "$W/run1.parquet" "$W/run2.parquet" -n 8192 --channels full --seed 0 \
+    -o "$OUT/resample-full.parquet"
 
 step "6. train the diffusion model (light = event + inter-event time, context 4096; ${DEMO_STEPS:-300} steps for the demo; the default is 1000)"
 # --keep-best: the weights of the lowest validation loss also land in model/best (a model
@@ -104,7 +109,7 @@ $TS generate "$OUT/model" -n 4096 --seed 0 --constraints guided --splice 64 \
     -o "$OUT/tracesynth-spliced.parquet" 2>&1 | grep -E '^(span splice|4,096 events)'
 
 step "8. check both synthetic traces against kernel semantics; repair the Markov one"
-$TS check "$OUT/tracesynth.parquet" "$OUT/markov8.parquet" || true
+$TS check "$OUT/tracesynth.parquet" "$OUT/markov8.parquet" "$OUT/resample-full.parquet" || true
 $TS repair "$OUT/markov8.parquet" -o "$OUT/markov8-repaired.parquet" --edits "$OUT/markov8-edits.jsonl"
 
 step "9. evaluate the three against the held-out real run 3 (TSTR/TRTR, fidelity and the start-up, discriminative and what gives windows away, repeated spans, privacy)"
@@ -141,6 +146,11 @@ $TS compare benchmarks/results/experiments-defaults-run3-exec benchmarks/results
 $TS compare benchmarks/results/experiments-resample-run3 benchmarks/results/experiments-splice-walk-run3 \
     --where-b generator=tracesynth -m disc_512 -m tstr_trtr -m copy_rate_256 -o "$OUT/compare-resample.md" \
     | grep -E '^\| (sqlite|gzip|pybench|build|\*\*mean)'
+# The walk's privacy dial: a jump needing only the last 16 events to match (not 64) copies fewer of
+# training's long spans at level windows (docs/results.md, "The walk's privacy dial").
+$TS compare benchmarks/results/experiments-resample-run3 benchmarks/results/experiments-resample-context16-run3 \
+    -m disc_512 -m tstr_trtr -m copy_rate_256 -o "$OUT/compare-resample-context.md" \
+    | grep -E '^\| (stream|tar|\*\*mean)'
 # One run's grid split in two: the same workloads and seeds at context 256 and 16384.
 $TS compare benchmarks/results/experiments-context-ngram --where-a context=256 --where-b context=16384 \
     -m tstr_trtr -m disc_2048 -o "$OUT/compare-context.md" >/dev/null
