@@ -10,9 +10,9 @@ still decides"):
 - `sample` begins at the start of a training run drawn by the seed and walks
   (`span_splice.resample`): pieces of at least half to twice `piece` events, then a draw among the
   places in training where the last `context` events (64, the splice's anchor) occur, within
-  `MAX_DRIFT` of the same phase, so the walk branches where the runs branch; where a walk cannot go on it begins again at a run's start;
-  4,096 events at a time, each chunk drawn again (up to three times) where it would make a
-  verbatim training run over 1,023 events;
+  `MAX_DRIFT` of the same phase, so the walk branches where the runs branch; where a walk cannot
+  go on it begins again at a run's start; 4,096 events at a time, each chunk drawn again (up to
+  three times) where it would make a verbatim training run over 1,023 events;
 - like the splice, it walks in shorter pieces (halved down to `SPLICE_WALK_MIN`, as
   `TraceSynth._splice_passes`) while the result copies more of one training run's 256-grams than
   the least one training run shares with another, plus `SPLICE_MARGIN`, and keeps the last try
@@ -27,12 +27,12 @@ the held-out run shares 0.002), at the price of the long-range structure only a 
 replaces, other columns null, as a `light` TraceSynth trace. `channels="full"` copies the rows
 whole (thread, CPU, return value, payload with their event), so every channel's marginal is real,
 and keeps them one consistent machine across the walk's jumps (sampling/thread_seams.py): a jump
-goes only to a place where every CPU runs a thread of the same name in the same syscall, and the
-far side's threads take the ids of the output's. Copied as they were, a jump landed in another
-run's threads mid-syscall: build, seed 0, 464 rule breaks per 1,000 events (real: 0); renamed,
-0.4-0.5 on build (an fd or fork a sleeping thread holds across a jump) and 0-0.2 on sqlite,
-pybench, stream, fileio, scimark, tar and gzip. Timestamps: the real gap before each copied
-event, from the first training run's start.
+goes only to a place where every CPU runs a thread of the same name in the same syscall (alike
+exited or not, the same forks pending), and the far side's threads take the ids of the output's.
+Copied as they were, a jump landed in another run's threads mid-syscall: build, seed 0, 464 rule
+breaks per 1,000 events (real: 0); renamed, 0.4-0.5 on build (an fd or fork a sleeping thread
+holds across a jump) and 0-0.2 on sqlite, pybench, stream, fileio, scimark, tar and gzip.
+Timestamps: the real gap before each copied event, from the first training run's start.
 """
 
 from __future__ import annotations
@@ -120,7 +120,8 @@ class Resample(Generator):
         ts = self.start_ts_[workload] + np.cumsum(gaps)
         events = events.set_column(events.schema.get_field_index("ts"), "ts", pa.array(ts, pa.int64()))
         seconds = time.perf_counter() - started
-        extra = {"generator": self.name, "channels": self.channels, "piece": piece, "context": self.context, "seed": seed, "segments": walked.segments,
+        extra = {"generator": self.name, "channels": self.channels, "piece": piece, "context": self.context,
+                 "seed": seed, "segments": walked.segments,
                  "chunks_over_max_copy": walked.over, "copy_share_256_one_run": round(share, 4),
                  "training_runs_least_share": round(bound - SPLICE_MARGIN, 4), "within_bound": share <= bound,
                  "sample_seconds": round(seconds, 3), "events_per_second": round(n_events / max(seconds, 1e-9), 1)}

@@ -111,8 +111,9 @@ def machine_states(tables: list[pa.Table]) -> tuple[np.ndarray, np.ndarray, np.n
                 forking[int(fields.get("parent_tid", tid))] = name_of.get(int(fields.get("parent_tid", tid)), "?")
             if event in CHILD_RETURNS:
                 forking.pop(tid, None)
-            key = (tuple((name_of.get(int(t), "?"), e, syscall.get(int(t), ""), int(t) in exited) if t > 0 else (int(t), e)
-                         for t, e in zip(after[i], last)), tuple(sorted(forking.values())))
+            cpus_now = tuple((name_of.get(int(t), "?"), e, syscall.get(int(t), ""), int(t) in exited)
+                             if t > 0 else (int(t), e) for t, e in zip(after[i], last))
+            key = (cpus_now, tuple(sorted(forking.values())))
             run_labels[i] = vocabulary.setdefault(key, len(vocabulary))
         running.append(after)
         labels.append(run_labels)
