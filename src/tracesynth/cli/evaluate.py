@@ -133,5 +133,5 @@ def baseline(
                           f"{extra['copy_share_256_one_run']:.2f} of its 256-event spans from one training run, "
                           f"where the least one training run has of another is "
                           f"{extra['training_runs_least_share']:.2f}"
-                          + ("" if extra["within_bound"] else " (over that + 0.10 even in the shortest pieces: "
-                             "a shorter --context copies less)"), highlight=False)
+                          + ("" if extra["within_bound"] else " (over that + 0.10 even in the shortest pieces; "
+                             "a shorter --context branches more often)"), highlight=False)
