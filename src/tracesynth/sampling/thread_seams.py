@@ -151,6 +151,12 @@ class ThreadMap:
             self._bind(source, out)
         return self.to_out[source]
 
+    def forget(self, run: int, tid: int) -> None:
+        """Training thread (`run`, `tid`) has no output id any more (the next use draws one)."""
+        out = self.to_out.pop((run, tid), None)
+        if out is not None:
+            del self.from_out[out]
+
     def release(self, out: int) -> None:
         """Output thread `out` is gone (switched out for the last time after its exit, or freed): the
         training thread it stood for, met again after a jump back to before its end, becomes a new
@@ -193,6 +199,9 @@ class ThreadMap:
             tid[i], pid[i] = self.tid(run, int(tid[i])), self.tid(run, int(pid[i]))
             if payload[i] and "id" in payload[i]:
                 fields = json.loads(payload[i])
+                if events[i] == "sched_process_fork":  # a creation starts a new life: a jump back to
+                    # before it may have met the child already, under an id that is not its now
+                    self.forget(run, int(fields.get("child_tid", -1)))
                 renamed = {k: self.tid(run, int(v)) if k in TID_FIELDS and isinstance(v, int) else v
                            for k, v in fields.items()}
                 if renamed != fields:
