@@ -30,8 +30,9 @@ and keeps them one consistent machine across the walk's jumps (sampling/thread_s
 goes only to a place where every CPU runs a thread of the same name in the same syscall (alike
 exited or not, the same forks pending), and the far side's threads take the ids of the output's.
 Copied as they were, a jump landed in another run's threads mid-syscall: build, seed 0, 464 rule
-breaks per 1,000 events (real: 0); renamed, 0.4-0.5 on build (an fd or fork a sleeping thread
-holds across a jump) and 0-0.2 on sqlite, pybench, stream, fileio, scimark, tar and gzip.
+breaks per 1,000 events (real: 0); renamed, 0.15-0.40 on build (an fd or fork a sleeping thread
+holds across a jump) and 0-0.43 on the other seven over two folds, one fileio trace 3.7
+(`benchmarks/full_walk_rules.py`).
 Timestamps: the real gap before each copied event, from the first training run's start.
 """
 
