@@ -197,27 +197,28 @@ class ThreadMap:
                 self.jump(int(rows[i]), out_running)
             run = int(runs[i])
             tid[i], pid[i] = self.tid(run, int(tid[i])), self.tid(run, int(pid[i]))
+            event, renamed = events[i], {}
             if payload[i] and "id" in payload[i]:
                 fields = json.loads(payload[i])
-                if events[i] == "sched_process_fork":  # a creation starts a new life: a jump back to
+                if event == "sched_process_fork":  # a creation starts a new life: a jump back to
                     # before it may have met the child already, under an id that is not its now
                     self.forget(run, int(fields.get("child_tid", -1)))
                 renamed = {k: self.tid(run, int(v)) if k in TID_FIELDS and isinstance(v, int) else v
                            for k, v in fields.items()}
                 if renamed != fields:
                     payload[i] = json.dumps(renamed, separators=(",", ":"))
-            if events[i] in CHILD_RETURNS and ret[i] is not None and ret[i] > 0:
+            if event in CHILD_RETURNS and ret[i] is not None and ret[i] > 0:
                 ret[i] = self.tid(run, int(ret[i]))
-            if events[i] in ("sched_process_exit", "sched_process_free", "sched_switch") and payload[i]:
-                fields = json.loads(payload[i])
-                if events[i] == "sched_process_exit":
-                    exited.add(int(fields.get("tid", tid[i])))
-                elif events[i] == "sched_process_free" or int(fields.get("prev_tid", -1)) in exited:
-                    gone = int(fields.get("tid" if events[i] == "sched_process_free" else "prev_tid"))
-                    exited.discard(gone)
-                    self.release(gone)  # its last switch (or its freeing): the thread is gone
+            if event == "sched_process_exit" and payload[i]:
+                exited.add(int(renamed.get("tid", tid[i])))
+            elif event == "sched_process_free" and "tid" in renamed or \
+                    event == "sched_switch" and int(renamed.get("prev_tid", -1)) in exited:
+                gone = int(renamed["tid" if event == "sched_process_free" else "prev_tid"])
+                exited.discard(gone)
+                self.release(gone)  # its last switch (or its freeing): the thread is gone
             if cpu[i] >= 0:
-                _runs_on(out_running, column[i], _now_running(events[i], int(tid[i]), payload[i]))
+                running = int(renamed.get("next_tid", tid[i])) if event == "sched_switch" else int(tid[i])
+                _runs_on(out_running, column[i], running)
         nulls = {name: table.column(name).is_null().to_numpy(zero_copy_only=False) for name in ("tid", "pid")}
         for name, values in (("tid", tid), ("pid", pid)):
             array = pa.array(values, pa.int64(), mask=nulls[name])
