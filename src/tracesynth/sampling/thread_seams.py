@@ -54,23 +54,6 @@ def _now_running(event: str, tid: int, payload: str | None) -> int:
     return tid
 
 
-def _running_after(table: pa.Table, cpus: np.ndarray) -> np.ndarray:
-    """(rows, CPUs): the thread running on each CPU after each row (`UNKNOWN` before the CPU shows
-    one)."""
-    cpu = table.column("cpu").fill_null(-1).to_numpy().astype(np.int64)
-    tid = table.column("tid").fill_null(-1).to_numpy().astype(np.int64)
-    events = table.column("event").to_numpy(zero_copy_only=False)
-    payload = table.column("payload").to_pylist()
-    column = np.searchsorted(cpus, cpu)
-    out = np.full((len(cpu), len(cpus)), UNKNOWN, dtype=np.int64)
-    current = np.full(len(cpus), UNKNOWN, dtype=np.int64)
-    for i in range(len(cpu)):
-        if cpu[i] >= 0:
-            _runs_on(current, column[i], _now_running(events[i], int(tid[i]), payload[i]))
-        out[i] = current
-    return out
-
-
 def machine_states(tables: list[pa.Table]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For training runs `tables` (concatenated in this order): (state label after each row,
     thread running on each CPU after each row, the CPU ids). Two rows share a label when every CPU
@@ -80,7 +63,6 @@ def machine_states(tables: list[pa.Table]) -> tuple[np.ndarray, np.ndarray, np.n
     running, labels = [], []
     vocabulary: dict[tuple, int] = {}
     for table in tables:
-        after = _running_after(table, cpus)
         cpu = table.column("cpu").fill_null(-1).to_numpy().astype(np.int64)
         events = table.column("event").to_numpy(zero_copy_only=False)
         tids = table.column("tid").fill_null(-1).to_numpy()
@@ -93,10 +75,14 @@ def machine_states(tables: list[pa.Table]) -> tuple[np.ndarray, np.ndarray, np.n
         forking: dict[int, str] = {}  # parents whose fork event came and whose clone/fork has not returned
         column = np.searchsorted(cpus, cpu)
         run_labels = np.empty(len(cpu), dtype=np.int64)
+        after = np.full((len(cpu), len(cpus)), UNKNOWN, dtype=np.int64)  # who runs on each CPU after each row
+        current = np.full(len(cpus), UNKNOWN, dtype=np.int64)
         for i in range(len(cpu)):
             event, tid = events[i], int(tids[i])
             if cpu[i] >= 0:
                 last[column[i]] = event
+                _runs_on(current, column[i], _now_running(event, tid, payload[i]))
+            after[i] = current
             if tid >= 0 and names[i]:
                 name_of[tid] = names[i]
             if event.startswith("syscall_"):
