@@ -14,14 +14,15 @@ from tracesynth.constraints import check
 from tracesynth.generators.resample import Resample
 from tracesynth.sampling.span_splice import Training
 from tracesynth.sampling.thread_seams import ThreadMap, machine_states
-from tracesynth.schema import SCHEMA
+from tracesynth.schema import SCHEMA, Trace, TraceMeta
 
 
 def _table(rows):
-    """rows: (cpu, tid, procname, event, payload dict or None)."""
+    """rows: (cpu, tid, procname, event, payload dict or None[, ret])."""
     cols = {f.name: [] for f in SCHEMA}
-    for i, (cpu, tid, name, event, payload) in enumerate(rows):
-        values = {"ts": 1000 + i, "cpu": cpu, "tid": tid, "pid": tid, "procname": name, "event": event, "ret": None,
+    for i, (cpu, tid, name, event, payload, *ret) in enumerate(rows):
+        values = {"ts": 1000 + i, "cpu": cpu, "tid": tid, "pid": tid, "procname": name, "event": event,
+                  "ret": ret[0] if ret else None,
                   "payload": json.dumps(payload, separators=(",", ":")) if payload else None}
         for k, v in values.items():
             cols[k].append(v)
@@ -38,8 +39,9 @@ def test_states_label_what_every_cpu_runs_and_the_threads_syscall():
                 (0, 10, "sh", "syscall_exit_read", None)])
     b = _table([(0, 77, "sh", "syscall_entry_read", None), (1, 88, "cc1", "syscall_entry_mmap", None),
                 (1, 88, "cc1", "syscall_exit_mmap", None)])
-    labels, running, cpus = machine_states([a, b])
-    assert cpus.tolist() == [0, 1]
+    machine = machine_states([a, b])
+    labels, running = machine.labels, machine.running
+    assert machine.cpus.tolist() == [0, 1]
     assert running[1].tolist() == [10, 20] and running[4].tolist() == [77, 88]
     # after the second row both runs have an sh in read on CPU 0 and a cc1 in mmap on CPU 1: one label,
     # whatever the thread ids; after the third they differ (sh left read / cc1 left mmap)
@@ -48,8 +50,7 @@ def test_states_label_what_every_cpu_runs_and_the_threads_syscall():
 
 def test_a_thread_that_moves_leaves_its_old_cpu():
     t = _table([(0, 10, "sh", "syscall_entry_read", None), (1, 10, "sh", "syscall_exit_read", None)])
-    _, running, _ = machine_states([t])
-    assert running[1].tolist() == [-1, 10]
+    assert machine_states([t]).running[1].tolist() == [-1, 10]
 
 
 def test_the_far_sides_threads_take_the_outputs_ids_at_a_jump():
@@ -57,11 +58,10 @@ def test_the_far_sides_threads_take_the_outputs_ids_at_a_jump():
     b = _table([(0, 77, "sh", "syscall_entry_read", None), (0, 77, "sh", "syscall_exit_read", None),
                 _switch(0, 77, "sh", 78, "cc1"), (0, 78, "cc1", "sched_process_fork",
                                                    {"child_tid": 10, "parent_tid": 78, "child_comm": "cc1"})])
-    _, running, cpus = machine_states([a, b])
     training = Training([(np.zeros(2, np.int64), np.ones(2, np.int64)), (np.zeros(4, np.int64), np.ones(4, np.int64))])
     rows = np.array([0, 3, 4, 5])  # a's first row, then b from its second on
     table = pa.concat_tables([a, b]).take(pa.array(rows))
-    out = ThreadMap(running, cpus, training.run_of).rename(table, rows)
+    out = ThreadMap(machine_states([a, b]), training.run_of).rename(table, rows)
     tids = out.column("tid").to_pylist()
     assert tids[:2] == [10, 10]  # b's 77 goes on as the output's 10: its read returns on the same thread
     assert out.column("pid").to_pylist()[:2] == [10, 10]
@@ -81,11 +81,11 @@ def build():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_full_walk_on_build_breaks_almost_no_rule(build, seed):
     """Rows copied as they were broke 464-533 rules per 1,000 events here (a CPU's events from a
-    thread no switch put there, threads never created); renamed, a handful per trace remain (an
-    fd or a fork a sleeping thread holds across a jump)."""
+    thread no switch put there, threads never created); renamed, at most a couple per trace remain
+    (0-0.15 per 1,000; the training runs themselves break cpu-switch 0-4 times: lost events)."""
     train, generator = build
     trace = generator.sample(32768, seed=seed)
-    assert check(trace).per_1000 < 2.0
+    assert check(trace).per_1000 < 0.3
     # apart from thread ids (row, payload, a clone's return), every row is a training row
     def key(r):
         payload = {k: v for k, v in json.loads(r["payload"]).items() if "tid" not in k and "pid" not in k} \
@@ -105,10 +105,58 @@ def test_a_fork_met_again_after_a_jump_back_creates_a_new_thread():
     t = _table([(0, 5, "sh", "syscall_entry_clone", None),
                 (0, 5, "sh", "sched_process_fork", {"child_tid": 9, "parent_tid": 5, "child_comm": "sh"}),
                 (0, 9, "sh", "syscall_entry_read", None)])
-    _, running, cpus = machine_states([t])
     training = Training([(np.zeros(3, np.int64), np.ones(3, np.int64))])
     rows = np.array([2, 0, 1])  # the child acting, then back to its parent's fork
-    out = ThreadMap(running, cpus, training.run_of).rename(t.take(pa.array(rows)), rows)
+    out = ThreadMap(machine_states([t]), training.run_of).rename(t.take(pa.array(rows)), rows)
     first = out.column("tid")[0].as_py()
     child = json.loads(out.column("payload")[2].as_py())["child_tid"]
     assert first == 9 and child not in (9, 5)
+
+
+def test_a_failed_call_and_a_successful_one_are_different_states():
+    """After an `openat` that failed the program tries the next path, after one that succeeded it
+    reads the file: a jump between the two left an fd open twice or read a closed one (build)."""
+    t = _table([(0, 5, "cc1", "syscall_entry_openat", None), (0, 5, "cc1", "syscall_exit_openat", None, -2),
+                (0, 5, "cc1", "syscall_entry_openat", None), (0, 5, "cc1", "syscall_exit_openat", None, 4),
+                (0, 5, "cc1", "syscall_entry_openat", None), (0, 5, "cc1", "syscall_exit_openat", None, -2)])
+    labels = machine_states([t]).labels
+    assert labels[1] == labels[5] and labels[1] != labels[3]
+
+
+def test_clone_returns_the_child_the_outputs_fork_created():
+    """A walk that met a parent's fork and then jumped to after another fork of the same parent:
+    the return names the output's child, not the far one (build: a walk looping through a
+    compiler run met gcc's fork once and its vfork's return several times)."""
+    t = _table([(0, 5, "gcc", "syscall_entry_vfork", None),
+                (0, 5, "gcc", "sched_process_fork", {"child_tid": 9, "parent_tid": 5, "child_comm": "gcc"}),
+                _switch(0, 5, "gcc", 9, "gcc"), (0, 9, "gcc", "syscall_entry_execve", None),
+                _switch(0, 9, "gcc", 5, "gcc"), (0, 5, "gcc", "syscall_exit_vfork", None, 9),
+                (0, 5, "gcc", "syscall_entry_vfork", None),
+                (0, 5, "gcc", "sched_process_fork", {"child_tid": 12, "parent_tid": 5, "child_comm": "gcc"}),
+                _switch(0, 5, "gcc", 12, "gcc"), (0, 12, "gcc", "syscall_entry_execve", None),
+                _switch(0, 12, "gcc", 5, "gcc"), (0, 5, "gcc", "syscall_exit_vfork", None, 12)])
+    training = Training([(np.zeros(12, np.int64), np.ones(12, np.int64))])
+    rows = np.array([0, 1, 8, 9, 10, 11])  # the first fork, then on from after the second
+    out = ThreadMap(machine_states([t]), training.run_of).rename(t.take(pa.array(rows)), rows)
+    assert out.column("ret")[5].as_py() == 9
+    assert check(Trace(out, TraceMeta())).per_rule.get("thread-lifecycle", 0) == 0
+
+
+def test_threads_waiting_in_a_call_take_the_outputs_ids_at_a_jump():
+    """pybench's harness sleeps in vfork while its child runs; a jump to another run's child must
+    hand the far harness's vfork return to the output's harness (else: an exit with no entry)."""
+    def run(parent, child):
+        return _table([(0, parent, "python3", "syscall_entry_vfork", None), _switch(0, parent, "python3", child, "python3"),
+                       (0, child, "python3", "syscall_entry_close_range", None),
+                       (0, child, "python3", "syscall_exit_close_range", None, 0),
+                       _switch(0, child, "python3", parent, "python3"),
+                       (0, parent, "python3", "syscall_exit_vfork", None, child)])
+    a, b = run(100, 101), run(200, 201)
+    machine = machine_states([a, b])
+    assert machine.labels[2] == machine.labels[8]  # the same machine: a child running, a parent in vfork
+    assert machine.waiting[machine.waiting_at[8]] == ((200, "python3", "syscall_entry_vfork"),)
+    training = Training([(np.zeros(6, np.int64), np.ones(6, np.int64))] * 2)
+    rows = np.array([0, 1, 2, 9, 10, 11])  # a's start, then b from its child's close_range exit
+    out = ThreadMap(machine, training.run_of).rename(pa.concat_tables([a, b]).take(pa.array(rows)), rows)
+    assert out.column("tid").to_pylist() == [100, 100, 101, 101, 101, 100]
+    assert check(Trace(out, TraceMeta())).per_rule.get("syscall-pairing", 0) == 0

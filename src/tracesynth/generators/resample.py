@@ -30,8 +30,10 @@ and keeps them one consistent machine across the walk's jumps (sampling/thread_s
 goes only to a place where every CPU runs a thread of the same name in the same syscall (alike
 exited or not, the same forks pending), and the far side's threads take the ids of the output's.
 Copied as they were, a jump landed in another run's threads mid-syscall: build, seed 0, 464 rule
-breaks per 1,000 events (real: 0); renamed, 0.15-0.40 on build (an fd or fork a sleeping thread
-holds across a jump) and 0-0.43 on the other seven over two folds, one fileio trace 3.7
+breaks per 1,000 events (its training runs: 0.02); renamed, 0.17 on average over eight workloads
+and two folds, most of it the lost `sched_switch` events of the training recordings copied with
+their rows (sqlite 0.18-0.24 against its runs' own 0.18-0.22; one fileio trace 3.7 against 1.05),
+the rest a few return values against their call's arguments (gzip) and fds (build)
 (`benchmarks/full_walk_rules.py`).
 Timestamps: the real gap before each copied event, from the first training run's start.
 """
@@ -93,8 +95,8 @@ class Resample(Generator):
                 table = pa.table({f.name: table.column(f.name) if f.name in ("ts", "event")
                                   else pa.nulls(len(table), f.type) for f in table.schema}, schema=table.schema)
             else:  # whole rows: jump only where the CPUs run alike, and rename threads across jumps
-                states, running, cpus = machine_states(tables)
-                self.threads_[workload] = (running, cpus)
+                machine = machine_states(tables)
+                states, self.threads_[workload] = machine.labels, machine
             self.tables_[workload] = table
             self.training_[workload] = Training(runs, states)
             self.start_ts_[workload] = int(tables[0].column("ts")[0].as_py())
@@ -117,7 +119,7 @@ class Resample(Generator):
         gaps[0] = 0
         events = self.tables_[workload].take(pa.array(rows))
         if workload in self.threads_:
-            events = ThreadMap(*self.threads_[workload], training.run_of).rename(events, rows)
+            events = ThreadMap(self.threads_[workload], training.run_of).rename(events, rows)
         ts = self.start_ts_[workload] + np.cumsum(gaps)
         events = events.set_column(events.schema.get_field_index("ts"), "ts", pa.array(ts, pa.int64()))
         seconds = time.perf_counter() - started
