@@ -28,7 +28,8 @@ replaces, other columns null, as a `light` TraceSynth trace. `channels="full"` c
 whole (thread, CPU, return value, payload with their event), so every channel's marginal is real,
 and keeps them one consistent machine across the walk's jumps (sampling/thread_seams.py): a jump
 goes only to a place where every CPU runs a thread of the same name in the same syscall (alike
-exited or not, the same forks pending), and the far side's threads take the ids of the output's.
+exited or not, the same forks pending, the threads on no CPU waiting in the same calls), and the
+far side's threads take the ids of the output's.
 Copied as they were, a jump landed in another run's threads mid-syscall: build, seed 0, 464 rule
 breaks per 1,000 events (its training runs: 0.02); renamed, 0.17 on average over eight workloads
 and two folds, most of it the lost `sched_switch` events of the training recordings copied with
