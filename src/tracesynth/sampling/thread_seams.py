@@ -142,10 +142,11 @@ def machine_states(tables: list[pa.Table]) -> Machine:
                 asleep = tuple(sorted(((t, name_of.get(t, "?"), e) for t, e in inside.items() if t not in on_cpu),
                                       key=lambda w: (w[1], w[2], w[0])))
                 asleep_id = waiting.setdefault(asleep, len(waiting))
+                asleep_key = tuple((n, e) for _, n, e in asleep)  # the label's part: calls by name, not ids
             run_waiting[i] = asleep_id
             cpus_now = tuple((name_of.get(int(t), "?"), e, syscall.get(int(t), ""), int(t) in exited)
                              if t > 0 else (int(t), e) for t, e in zip(after[i], last))
-            key = (cpus_now, tuple(sorted(forking.values())), tuple((n, e) for _, n, e in asleep))
+            key = (cpus_now, tuple(sorted(forking.values())), asleep_key)
             run_labels[i] = vocabulary.setdefault(key, len(vocabulary))
         running.append(after)
         labels.append(run_labels)
