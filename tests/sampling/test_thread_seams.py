@@ -123,6 +123,24 @@ def test_a_failed_call_and_a_successful_one_are_different_states():
     assert labels[1] == labels[5] and labels[1] != labels[3]
 
 
+def test_a_read_or_write_of_another_count_is_another_state():
+    """A `write` returns at most the count it asked for: a jump from inside a 4,061-byte write to
+    inside a 5,549-byte one returned more than was asked (gzip's return-value breaks). Calls
+    with no count (here `mmap`) are one state whatever their arguments."""
+    t = _table([(0, 5, "gzip", "syscall_entry_write", {"fd": 1, "count": 4061}),
+                (0, 5, "gzip", "syscall_exit_write", None, 4061),
+                (0, 5, "gzip", "syscall_entry_write", {"fd": 1, "count": 5549}),
+                (0, 5, "gzip", "syscall_exit_write", None, 5549),
+                (0, 5, "gzip", "syscall_entry_write", {"fd": 1, "count": 4061}),
+                (0, 5, "gzip", "syscall_entry_mmap", {"len": 4096}),
+                (0, 5, "gzip", "syscall_exit_mmap", None, 0),
+                (0, 5, "gzip", "syscall_entry_mmap", {"len": 8192})])
+    labels = machine_states([t]).labels
+    assert labels[0] == labels[4] and labels[0] != labels[2]
+    assert labels[1] == labels[3]  # after the return the count no longer binds what comes next
+    assert labels[5] == labels[7]
+
+
 def test_clone_returns_the_child_the_outputs_fork_created():
     """A walk that met a parent's fork and then jumped to after another fork of the same parent:
     the return names the output's child, not the far one (build: a walk looping through a

@@ -10,13 +10,15 @@ Two things keep the rows consistent:
 
 - `machine_states`: per training event, a label of the machine after it: on every CPU, the process
   name of the thread running there, the last event that CPU showed, that thread's last syscall
-  event (an entry: it is inside that call; an exit: whether the call failed, since what a program
-  does after an `openat` that failed is try the next path and after one that succeeded read the
-  file) and whether it has exited (a dying thread still runs until its last switch); which
-  processes are between a fork and its return; and which calls the threads on no CPU wait in, by
-  process name (pybench's harness sleeps in `vfork` while its child runs). A jump is allowed only
-  between places with the same label (`Training(states=...)`), so the far side's threads do what
-  the output's did, by name and by syscall.
+  event (an entry: it is inside that call, and for a read or write the count it asked for, since
+  the call returns at most that -- gzip returned 5,549 from a 4,061-byte `write` where a jump
+  landed inside the call; an exit: whether the call failed, since what a program does after an
+  `openat` that failed is try the next path and after one that succeeded read the file) and
+  whether it has exited (a dying thread still runs until its last switch); which processes are
+  between a fork and its return; and which calls the threads on no CPU wait in, by process name
+  (pybench's harness sleeps in `vfork` while its child runs). A jump is allowed only between
+  places with the same label (`Training(states=...)`), so the far side's threads do what the
+  output's did, by name and by syscall.
 - `ThreadMap`: thread ids renamed across each jump: the far side's thread running on each CPU takes
   the id of the output's thread on that CPU, and each far thread waiting in a call the id of an
   output thread waiting in the same call, so switches, wakeups and syscall pairs continue on the
@@ -26,11 +28,10 @@ Two things keep the rows consistent:
   and in clone/fork's return value are renamed alike; that return names the child the output's
   fork event created.
 
-Left as they are: a call's return value against its arguments (gzip: a 4,061-byte `write` that
-returns 5,549, where a jump landed inside the call) and what the training recordings themselves
-break (a lost `sched_switch` leaves a thread acting on a CPU no switch put it on: every bundled
-workload has a few, sqlite 13-16 per run, one fileio run 181; the walk copies them with their
-rows). `benchmarks/full_walk_rules.py` prints both.
+Left as they are: what the training recordings themselves break (a lost `sched_switch` leaves a
+thread acting on a CPU no switch put it on: every bundled workload has a few, sqlite 13-16 per
+run, one fileio run 181; the walk copies them with their rows). `benchmarks/full_walk_rules.py`
+prints the walk's breaks beside the training runs' own.
 
 Written by hand: no tracing library renames threads across a splice of two recordings.
 """
@@ -77,10 +78,20 @@ class Machine:
     waiting_at: np.ndarray  # per row, its set in `waiting`
 
 
+def _call(event: str, payload: str | None) -> str:
+    """A syscall event as the state label holds it: an entry with the count it asked for where it
+    has one (`read`, `write`...: its return is bounded by it, and a jump from inside a 4,061-byte
+    write to inside a 5,549-byte one returned more than was asked, gzip)."""
+    if payload and '"count":' in payload and event.startswith("syscall_entry_"):
+        return f"{event}#{json.loads(payload).get('count')}"
+    return event
+
+
 def machine_states(tables: list[pa.Table]) -> Machine:
     """The machine after each row of training runs `tables` (concatenated in this order). Two rows
     share a label when every CPU runs a thread of the same process name, in the same syscall (or
-    none; where it returned, alike failed or not) and alike exited or not, and last showed the same
+    none; a read or write asking the same count; where it returned, alike failed or not) and alike
+    exited or not, and last showed the same
     event type; the same processes are between a fork and its return; and the threads on no CPU
     wait in the same calls (by process name)."""
     cpus = np.unique(np.concatenate([t.column("cpu").drop_null().to_numpy().astype(np.int64) for t in tables]))
@@ -119,9 +130,10 @@ def machine_states(tables: list[pa.Table]) -> Machine:
             if tid >= 0 and names[i]:
                 name_of[tid] = names[i]
             if event.startswith("syscall_"):
-                syscall[tid] = event + "!" if failed[i] else event
+                call = _call(event, payload[i])
+                syscall[tid] = call + "!" if failed[i] else call
                 if event.startswith("syscall_entry_"):
-                    inside[tid] = event
+                    inside[tid] = call
                 elif inside.pop(tid, None) is not None and tid not in current:
                     asleep = None
             elif event == "sched_process_exit":
@@ -268,7 +280,7 @@ class ThreadMap:
             if event in CHILD_RETURNS and ret[i] is not None and ret[i] > 0:
                 ret[i] = self._child(run, int(ret[i]), children.pop(int(tid[i]), None))
             if event.startswith("syscall_entry_"):
-                inside[int(tid[i])] = (names[i], event)
+                inside[int(tid[i])] = (names[i], _call(event, payload[i]))
             elif event.startswith("syscall_exit_"):
                 inside.pop(int(tid[i]), None)
             if event == "sched_process_exit" and payload[i]:
