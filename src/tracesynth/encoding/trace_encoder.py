@@ -94,7 +94,10 @@ class TraceEncoder:
         self.repeat_shares: dict[str, list[float]] = {}
 
     # --- fitting ------------------------------------------------------------------------
-    def fit(self, traces: Sequence[Trace]) -> TraceEncoder:
+    def fit(self, traces: Sequence[Trace], keep_runs: bool = True) -> TraceEncoder:
+        """Fits every channel and table on `traces`, the training runs. `keep_runs=False` (`train
+        --no-runs`, a model to share) builds no table that holds a training run verbatim: the
+        start-ups and the span splice's runs."""
         frames = [_frame(t) for t in traces]
         self.event.fit(f["event"].to_numpy() for f in frames)
         self.dt.fit([_gaps(f["ts"].to_numpy()) for f in frames])
@@ -122,9 +125,10 @@ class TraceEncoder:
                 self.repeat_shares.setdefault(w, []).append(round(share, 4))
         self.ngrams = EventNGrams.fit(codes, self.event.vocab_size, k=self.ngram_order)
         self.cadence = CadenceTable.fit(codes)
-        self.startups = StartupTable.fit((t.meta.workload or "default", self.startup_codes(t)) for t in traces)
+        self.startups = (StartupTable.fit((t.meta.workload or "default", self.startup_codes(t)) for t in traces)
+                         if keep_runs else None)
         # the splice replaces event types and gaps only: a model with other channels keeps no runs
-        self.splices = self.fit_splices(traces) if set(self.channels) == {"event", "dt"} else None
+        self.splices = self.fit_splices(traces) if keep_runs and set(self.channels) == {"event", "dt"} else None
         return self
 
     def fit_splices(self, traces: Sequence[Trace]) -> RunTable:

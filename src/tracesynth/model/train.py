@@ -363,9 +363,8 @@ def train(
         if (state.val_data or val_traces) and (why := data_mismatch(state.val_data, val_traces, "validation")):
             raise ConfigError(f"--resume: {out_dir} was validated on other traces than these ({why})")
     else:
-        encoder = TraceEncoder(channels, ngram_order=cfg.ngram_order).fit(traces)
-        if not cfg.keep_runs:  # no verbatim training run leaves with the model
-            encoder.splices = encoder.startups = None
+        # keep_runs=False: no verbatim training run leaves with the model
+        encoder = TraceEncoder(channels, ngram_order=cfg.ngram_order).fit(traces, keep_runs=cfg.keep_runs)
         mc = dataclasses.replace(model_config or ModelConfig())
         longest = max(len(t) for t in traces)
         if longest < mc.context:  # short training data: a shorter window, same architecture
