@@ -178,3 +178,19 @@ def test_threads_waiting_in_a_call_take_the_outputs_ids_at_a_jump():
     out = ThreadMap(machine, training.run_of).rename(pa.concat_tables([a, b]).take(pa.array(rows)), rows)
     assert out.column("tid").to_pylist() == [100, 100, 101, 101, 101, 100]
     assert check(Trace(out, TraceMeta())).per_rule.get("syscall-pairing", 0) == 0
+
+
+def test_places_kept_per_state_give_the_walk_it_gives_without_them(build, monkeypatch):
+    """`Training.places_after` keeps a frequent k-gram's places per machine state (fileio's loop
+    gram is asked for at nearly every event); kept for every gram or for none, the same trace."""
+    from tracesynth.sampling import span_splice
+
+    _, generator = build
+    training = generator.training_["build"]
+    traces = []
+    for often in (10**9, 1):
+        monkeypatch.setattr(span_splice, "OFTEN", often)
+        training._after.clear()
+        traces.append(generator.sample(8192, seed=3).events)
+    assert len(training._after) > 100  # the second walk kept every gram it met, per state
+    assert traces[0].equals(traces[1])

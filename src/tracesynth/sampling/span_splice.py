@@ -44,6 +44,7 @@ of those two channels (`light`).
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -63,6 +64,7 @@ PHASE = 256
 # longer than any real run holds that early. Candidates further than this are not taken; the
 # stretch grows instead (sqlite, seeds 0-2, dev: disc@512 0.614 -> 0.531, floor 0.516).
 MAX_DRIFT = 4096
+OFTEN = 256  # a k-gram occurring this often keeps its places per state (`Training.places_after`)
 SUPPORT_K = 8  # the support corrector's order: an unseen 8-gram marks a slip
 GROW = 8  # events a stretch grows by when its anchors are not found in training
 CANDIDATES = 32  # candidates checked against the copied-run bound, best first
@@ -114,15 +116,24 @@ class Training:
         self.gaps = np.concatenate([g for _, g in self.runs]) if self.runs else np.zeros(0, np.int64)
         self.offsets = np.cumsum([0] + [len(c) for c, _ in self.runs[:-1]]).astype(np.int64)  # where each run begins
         self.ends = self.offsets + np.array([len(c) for c, _ in self.runs], dtype=np.int64)
+        # (first, end) of each run as Python ints: the walk asks for one place's run at nearly
+        # every event (fileio: ~40,000 times per 16k events), where a numpy call costs more
+        self.spans = [(int(a), int(b)) for a, b in zip(self.offsets, self.ends)]
+        self._firsts = [a for a, _ in self.spans]
         self._indices: dict[int, _Index] = {}
         self._grams: dict[int, np.ndarray] = {}
         self._per_run: dict[tuple[int, int], np.ndarray] = {}
         self._least: dict[int, float] = {}
         self._branches: dict[int, np.ndarray] = {}
+        self._after: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 
     def run_of(self, positions):
         """The training run each of `positions` (in the concatenated runs) belongs to."""
         return np.searchsorted(self.offsets, positions, "right") - 1
+
+    def run_at(self, position: int) -> int:
+        """`run_of` for one position."""
+        return bisect.bisect_right(self._firsts, position) - 1
 
     def drift(self, positions, runs, place) -> np.ndarray:
         """How far each of `positions` (in the concatenated runs; `runs`: theirs) sits from `place`
@@ -150,6 +161,25 @@ class Training:
             branch[order] = varies[group]
             self._branches[k] = np.sort(after[branch])
         return self._branches[k]
+
+    def places_after(self, index: _Index, gram_hash, state) -> tuple[np.ndarray, np.ndarray]:
+        """(places, their runs), ascending: the place after each occurrence of k-gram `gram_hash`
+        (k = `index.k`), only those where the machine's state there is `state` where states are
+        kept. Kept for grams that occur `OFTEN` times or more: fileio's loop 64-gram occurs 17,991
+        times and the walk asks for it at nearly every event; each state's places are a part of
+        the gram's, so what is kept is at most two arrays the size of training."""
+        key = (index.k, int(gram_hash), None if state is None else int(state))
+        if key in self._after:
+            return self._after[key]
+        where, runs = index.find(gram_hash)
+        often = len(where) >= OFTEN
+        where = where + index.k
+        if self.states is not None:
+            keep = self.states[where - 1] == state
+            where, runs = where[keep], runs[keep]
+        if often:
+            self._after[key] = (where, runs)
+        return where, runs
 
     def index(self, k: int) -> _Index:
         if k not in self._indices:
@@ -529,7 +559,7 @@ def _steps(p, place, want, training: Training, index: _Index, k, piece, rng, tar
     steps: list[tuple[int, int]] = []
     length, pending = 0, None
     while True:
-        run_end = int(training.ends[training.run_of(p)])
+        run_end = training.spans[training.run_at(p)][1]
         if len(targets) and length >= want - 2 * piece:
             j = np.searchsorted(targets, p)
             if j < len(targets) and targets[j] < run_end and targets[j] - p <= min(2 * piece, room_after[j]):
@@ -601,17 +631,14 @@ def _places(p, place, training: Training, index: _Index, k):
     before p occur (p among them), within `MAX_DRIFT` of `place` in the output, each with an
     event after it."""
     start = p - k
-    empty = np.zeros(0, np.int64)
-    if start < 0 or not index.starts[start] or training.run_of(start) != training.run_of(p - 1):
+    first, end = training.spans[training.run_at(p - 1)]
+    if start < first or not index.starts[start]:  # (start < first: the k events span two runs)
+        empty = np.zeros(0, np.int64)
         return empty, empty, np.zeros(0, dtype=bool)
-    where, runs = index.find(index.at[start])
-    where, runs = _near(where + k, runs, place, training)
+    state = None if training.states is None else training.states[p - 1]
+    where, runs = _near(*training.places_after(index, index.at[start], state), place, training)
     codes = training.codes
-    same = codes[where] == (codes[p] if p < training.ends[training.run_of(p - 1)] else -1)  # none after a run's end
-    if training.states is not None:
-        keep = training.states[where - 1] == training.states[p - 1]
-        where, runs, same = where[keep], runs[keep], same[keep]
-    return where, runs, same
+    return where, runs, codes[where] == (codes[p] if p < end else -1)  # none after a run's end
 
 
 def _near(where, runs, place, training: Training):
@@ -620,16 +647,17 @@ def _near(where, runs, place, training: Training):
     found by bisection (a 64-gram of scimark's or fileio's loop occurs thousands of times; the
     walk asks at every event)."""
     keep = []
-    for r in range(len(training.runs)):
-        first = int(training.offsets[r])
-        lo = np.searchsorted(where, max(first + 1, first + place - MAX_DRIFT), "left")
-        hi = np.searchsorted(where, min(int(training.ends[r]) - 1, first + place + MAX_DRIFT), "right")
+    for first, end in training.spans:
+        lo = where.searchsorted(max(first + 1, first + place - MAX_DRIFT), "left")
+        hi = where.searchsorted(min(end - 1, first + place + MAX_DRIFT), "right")
         if hi > lo:
-            keep.append(np.arange(lo, hi))
+            keep.append((lo, hi))
+    if len(keep) == 1:  # slices, not copies: most grams' places lie in one run's stretch
+        (lo, hi), = keep
+        return where[lo:hi], runs[lo:hi]
     if not keep:
         return where[:0], runs[:0]
-    keep = np.concatenate(keep)
-    return where[keep], runs[keep]
+    return (np.concatenate([where[lo:hi] for lo, hi in keep]), np.concatenate([runs[lo:hi] for lo, hi in keep]))
 
 
 def _makes_long_copy(before, after, train_codes, a, b, k, long_grams, limit) -> bool:
