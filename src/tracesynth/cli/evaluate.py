@@ -103,6 +103,9 @@ def baseline(
     context: int = typer.Option(64, "--context",
                                 help="resample: events a jump's place must share with the walk's last ones "
                                      "(shorter: more places to jump to, fewer long spans copied)."),
+    drift: int = typer.Option(4096, "--drift",
+                              help="resample: how far from the output's own position in a run a jump may land "
+                                   "(shorter: the walk keeps the runs' order, repeating and skipping less)."),
     channels: str = typer.Option("light", "--channels",
                                  help="resample: light (event types and times) or full (whole rows)."),
     seed: int = typer.Option(0, "--seed", help="Random seed (same seed, same trace)."),
@@ -114,7 +117,7 @@ def baseline(
     from tracesynth.generators import make
 
     params = {"markov": {"order": order}, "copy": {"chunk_length": chunk},
-              "resample": {"piece": piece, "context": context, "channels": channels}}
+              "resample": {"piece": piece, "context": context, "drift": drift, "channels": channels}}
     if kind not in params:
         raise ConfigError(f"unknown baseline {kind!r}; choose markov, copy or resample")
     traces = [load(p) for p in train]

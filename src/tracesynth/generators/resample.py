@@ -53,6 +53,7 @@ from tracesynth.schema import Trace, TraceMeta
 COPY_SPAN = 256  # the span whose one-run copy share the walk is held to (the splice's, the evaluation's)
 MAX_CONTEXT = 256  # the longest match a jump may require (the copy span: longer matches only copy)
 CONTEXT = 64  # the events a jump's place must share with the walk's last ones: the splice's ANCHOR
+DRIFT = 4096  # how far from the output's position in its run a jump may land: the splice's MAX_DRIFT
 # (span_splice imports the sampler, hence torch: it is imported where the walk runs, not here)
 
 
@@ -61,10 +62,12 @@ class Resample(Generator):
 
     name = "resample"
 
-    def __init__(self, piece: int = 128, context: int = CONTEXT, channels: str = "light", random_state: int = 0):
+    def __init__(self, piece: int = 128, context: int = CONTEXT, channels: str = "light", random_state: int = 0,
+                 drift: int = DRIFT):
         super().__init__(random_state=random_state)
         self.piece = piece
         self.context = context
+        self.drift = drift
         self.channels = channels
 
     def _fit(self, traces_by_workload: dict[str, list[Trace]]) -> None:
@@ -77,6 +80,9 @@ class Resample(Generator):
         context = self.context
         if not isinstance(context, int) or isinstance(context, bool) or not 1 <= context <= MAX_CONTEXT:
             raise ConfigError(f"resample: context must be an integer from 1 to {MAX_CONTEXT} events, got {context!r}")
+        drift = self.drift
+        if not isinstance(drift, int) or isinstance(drift, bool) or drift < 1:
+            raise ConfigError(f"resample: drift must be a positive integer (events), got {drift!r}")
         if self.channels not in ("light", "full"):
             raise ConfigError(f"resample: channels must be 'light' or 'full', got {self.channels!r}")
         from tracesynth.sampling.thread_seams import machine_states
@@ -111,7 +117,8 @@ class Resample(Generator):
         training = self.training_[workload]
         bound = training.least_shared(COPY_SPAN) + SPLICE_MARGIN
         for piece in walk_pieces(self.piece):  # the last is kept even above the bound (the evaluation flags it)
-            walked = resample(training, n_events, piece, np.random.default_rng([seed, piece]), k=self.context)
+            walked = resample(training, n_events, piece, np.random.default_rng([seed, piece]), k=self.context,
+                              drift=self.drift)
             rows = np.concatenate([np.arange(a, b) for a, b in walked.steps])[:n_events]
             share = training.most_copied(training.codes[rows], COPY_SPAN)
             if share <= bound:
@@ -124,7 +131,7 @@ class Resample(Generator):
         ts = self.start_ts_[workload] + np.cumsum(gaps)
         events = events.set_column(events.schema.get_field_index("ts"), "ts", pa.array(ts, pa.int64()))
         seconds = time.perf_counter() - started
-        extra = {"generator": self.name, "channels": self.channels, "piece": piece, "context": self.context,
+        extra = {"generator": self.name, "channels": self.channels, "piece": piece, "context": self.context, "drift": self.drift,
                  "seed": seed, "segments": walked.segments,
                  "chunks_over_max_copy": walked.over, "copy_share_256_one_run": round(share, 4),
                  "training_runs_least_share": round(bound - SPLICE_MARGIN, 4), "within_bound": share <= bound,

@@ -502,10 +502,11 @@ class Resampled:
 
 
 def resample(training: Training, n_events: int, piece: int, rng: np.random.Generator, k: int = ANCHOR,
-             max_copy: int = MAX_COPY) -> Resampled:
+             max_copy: int = MAX_COPY, drift: int = MAX_DRIFT) -> Resampled:
     """`n_events` of training's own events with no model at all: the splice's walk (`_steps`, pieces
     of about `piece` events, each next piece from a place drawn among those where the last `k`
-    events occur, near the same phase) begun at the start of a training run drawn by `rng`, for
+    events occur, within `drift` events of the output's own position in its run: the splice's
+    `MAX_DRIFT` by default) begun at the start of a training run drawn by `rng`, for
     the whole length. Where a walk cannot go on (the end of a run whose last k events occur
     nowhere else), the next begins at a run's start again, as a new recording would. The walk
     goes `RESAMPLE_CHUNK` events at a time, each chunk checked with what precedes it against
@@ -531,7 +532,7 @@ def resample(training: Training, n_events: int, piece: int, rng: np.random.Gener
         best = None
         for _ in range(WALK_TRIES):
             walked, then = _steps(p, place, min(RESAMPLE_CHUNK, n_events - length), training, index, k, piece, rng,
-                                  none, none, max_copy - 1, branches)
+                                  none, none, max_copy - 1, branches, drift)
             window = np.concatenate([tail, *[codes[a:b] for a, b in walked]])
             hits = int(in_sorted(kgram_hashes(window, max_copy + 1), long_grams).sum()) if len(window) > max_copy else 0
             if best is None or hits < best[0]:
@@ -548,7 +549,7 @@ def resample(training: Training, n_events: int, piece: int, rng: np.random.Gener
 
 
 def _steps(p, place, want, training: Training, index: _Index, k, piece, rng, targets, room_after, room,
-           branches=None):
+           branches=None, drift=MAX_DRIFT):
     """The pieces (a, b) of one walk from training event p, at `place` in the output, for `want`
     events: ending where a target follows within its room (`room_after`), or past `want` by two
     pieces without one; the first piece under `room` less two pieces. `branches`
@@ -586,7 +587,7 @@ def _steps(p, place, want, training: Training, index: _Index, k, piece, rng, tar
                 j = np.searchsorted(branches, p)
                 p = min(int(branches[j]) if j < len(branches) else run_end, run_end)
             near_end = (targets, np.minimum(room_after, 2 * piece)) if length + p - first >= want - 2 * piece else None
-            q = _jump(p, place + length + p - first, training, index, k, rng, near_end)
+            q = _jump(p, place + length + p - first, training, index, k, rng, near_end, drift)
             if q != p:
                 jumped = q
                 break
@@ -601,14 +602,14 @@ def _steps(p, place, want, training: Training, index: _Index, k, piece, rng, tar
     return [(a, b) for a, b in steps if b > a], pending
 
 
-def _jump(p, place, training: Training, index: _Index, k, rng, ends=None) -> int:
+def _jump(p, place, training: Training, index: _Index, k, rng, ends=None, drift=MAX_DRIFT) -> int:
     """Where the walk goes on after training event p-1: one of the places the k events before p
     occur (`_places`), drawn alike, so that the walk leaves p's continuation as often as the
     training runs do after those k events (always taking a place that goes on differently made
     build's walks skip its process starts: TSTR/TRTR 0.89 against 1.00); where there are `ends`
     (targets, how far before each the walk may come in), one a right anchor follows within its
     reach first. p itself where the draw goes on as p does (the same next event)."""
-    where, runs, same = _places(p, place, training, index, k)
+    where, runs, same = _places(p, place, training, index, k, drift)
     if not len(where):
         return p
     reaches = np.zeros(len(where), dtype=bool)
@@ -626,9 +627,9 @@ def _jump(p, place, training: Training, index: _Index, k, rng, ends=None) -> int
     return p if same[pick] and not reaches[pick] else int(where[pick])
 
 
-def _places(p, place, training: Training, index: _Index, k):
+def _places(p, place, training: Training, index: _Index, k, drift=MAX_DRIFT):
     """(places, their runs, whether each goes on as p does): where in training the k events
-    before p occur (p among them), within `MAX_DRIFT` of `place` in the output, each with an
+    before p occur (p among them), within `drift` of `place` in the output, each with an
     event after it."""
     start = p - k
     first, end = training.spans[training.run_at(p - 1)]
@@ -636,20 +637,20 @@ def _places(p, place, training: Training, index: _Index, k):
         empty = np.zeros(0, np.int64)
         return empty, empty, np.zeros(0, dtype=bool)
     state = None if training.states is None else training.states[p - 1]
-    where, runs = _near(*training.places_after(index, index.at[start], state), place, training)
+    where, runs = _near(*training.places_after(index, index.at[start], state), place, training, drift)
     codes = training.codes
     return where, runs, codes[where] == (codes[p] if p < end else -1)  # none after a run's end
 
 
-def _near(where, runs, place, training: Training):
+def _near(where, runs, place, training: Training, drift=MAX_DRIFT):
     """The places of `where` (ascending, as `_Index.find` gives them; `runs`: theirs) that have an
-    event after them in their run and sit within `MAX_DRIFT` of `place` in it: one slice per run,
+    event after them in their run and sit within `drift` of `place` in it: one slice per run,
     found by bisection (a 64-gram of scimark's or fileio's loop occurs thousands of times; the
     walk asks at every event)."""
     keep = []
     for first, end in training.spans:
-        lo = where.searchsorted(max(first + 1, first + place - MAX_DRIFT), "left")
-        hi = where.searchsorted(min(end - 1, first + place + MAX_DRIFT), "right")
+        lo = where.searchsorted(max(first + 1, first + place - drift), "left")
+        hi = where.searchsorted(min(end - 1, first + place + drift), "right")
         if hi > lo:
             keep.append((lo, hi))
     if len(keep) == 1:  # slices, not copies: most grams' places lie in one run's stretch
