@@ -89,13 +89,14 @@ def test_baseline_resample_walks_a_real_run(tmp_path, capsys):
 
     run = ds.datasets_dir() / "sqlite" / "run1.parquet"
     out = tmp_path / "resample.parquet"
-    assert main(["baseline", "resample", str(run), "-n", "5000", "--piece", "64", "--context", "32", "--seed", "2",
-                 "-o", str(out)]) == 0
+    assert main(["baseline", "resample", str(run), "-n", "5000", "--piece", "64", "--context", "32", "--drift", "128",
+                 "--seed", "2", "-o", str(out)]) == 0
     synthetic = tracesynth.load(out)
     assert len(synthetic) == 5000 and synthetic.meta.workload == "sqlite"
     assert synthetic.meta.extra["generator"] == "resample" and synthetic.meta.extra["piece"] in (64, 32)
-    assert synthetic.meta.extra["context"] == 32
-    assert "walk: pieces of ~" in capsys.readouterr().err
+    assert synthetic.meta.extra["context"] == 32 and synthetic.meta.extra["drift"] == 128
+    err = " ".join(capsys.readouterr().err.split())  # the console wraps long lines
+    assert "jumps after 32 matching events, within 128 of its place in the run" in err
     assert synthetic.column("tid").null_count == 5000  # light unless told
     assert main(["baseline", "resample", str(run), "-n", "10", "--channels", "all", "-o", str(tmp_path / "x.csv")]) != 0
     assert "resample: channels must be 'light' or 'full'" in capsys.readouterr().err

@@ -40,7 +40,8 @@ def test_conformance():
 
 
 @pytest.mark.parametrize("params", [{"piece": 1}, {"piece": 511}, {"piece": 64.0}, {"piece": True},
-                                    {"channels": "all"}, {"context": 0}, {"context": 257}, {"context": 8.0}])
+                                    {"channels": "all"}, {"context": 0}, {"context": 257}, {"context": 8.0},
+                                    {"drift": 0}, {"drift": 64.0}])
 def test_bad_parameters_are_refused(params):
     with pytest.raises(ConfigError):
         Resample(**params).fit(_runs("sqlite", (1,), 3000))
@@ -118,6 +119,28 @@ def test_a_shorter_context_jumps_among_more_places_and_copies_fewer_long_spans()
     # every 8-event span of the narrow walk still occurs in training
     codes = np.searchsorted(vocabulary, b.column("event").to_numpy(zero_copy_only=False).astype(str))
     assert in_sorted(kgram_hashes(codes, 8), training.grams(8)).all()
+
+
+def test_a_short_drift_keeps_the_walk_in_the_runs_order():
+    """`drift`: a jump lands within that many events of the output's own position in the run.
+    With the splice's 4,096 a jump in pybench's repeated structures (its imports) lands thousands
+    of events back or ahead, so the walk repeats and skips what the runs hold once; with 64 every
+    event sits within 64 of its place in the run."""
+    from tracesynth.generators.resample import DRIFT
+    from tracesynth.sampling.span_splice import resample
+
+    assert DRIFT == MAX_DRIFT  # the splice's: the default walk is the splice's
+    train = _runs("pybench", (1, 2), 20000)
+    generator = Resample(drift=64, random_state=0).fit(train)
+    assert generator.sample(2000, seed=0).meta.extra["drift"] == 64
+    training = generator.training_["pybench"]
+    lags = {}
+    for drift in (64, 4096):
+        walked = resample(training, 12000, 128, np.random.default_rng(3), drift=drift)
+        assert walked.segments == 1
+        rows = np.concatenate([np.arange(a, b) for a, b in walked.steps])
+        lags[drift] = np.abs(rows - training.offsets[training.run_of(rows)] - np.arange(len(rows))).max()
+    assert lags[64] <= 64 < 1000 < lags[4096]
 
 
 def test_branch_places_are_where_the_same_context_goes_on_differently():

@@ -132,7 +132,8 @@ def baseline(
                       f"{time.perf_counter() - start:.1f} s", highlight=False)
     if kind == "resample":  # what the walk copied, against what real runs share (its privacy dial)
         extra = trace.meta.extra
-        console_err.print(f"walk: pieces of ~{extra['piece']}, jumps after {extra['context']} matching events; "
+        console_err.print(f"walk: pieces of ~{extra['piece']}, jumps after {extra['context']} matching events, "
+                          f"within {extra['drift']:,} of its place in the run; "
                           f"{extra['copy_share_256_one_run']:.2f} of its 256-event spans from one training run, "
                           f"where the least one training run has of another is "
                           f"{extra['training_runs_least_share']:.2f}"

@@ -10,9 +10,10 @@ still decides"):
 - `sample` begins at the start of a training run drawn by the seed and walks
   (`span_splice.resample`): pieces of at least half to twice `piece` events, then a draw among the
   places in training where the last `context` events (64, the splice's anchor) occur, within
-  `MAX_DRIFT` of the same phase, so the walk branches where the runs branch; where a walk cannot
-  go on it begins again at a run's start; 4,096 events at a time, each chunk drawn again (up to
-  three times) where it would make a verbatim training run over 1,023 events;
+  `drift` events (4,096, the splice's `MAX_DRIFT`) of the output's own position in the run, so
+  the walk branches where the runs branch; where a walk cannot go on it begins again at a run's
+  start; 4,096 events at a time, each chunk drawn again (up to three times) where it would make
+  a verbatim training run over 1,023 events;
 - like the splice, it walks in shorter pieces (halved down to `SPLICE_WALK_MIN`, as
   `TraceSynth._splice_passes`) while the result copies more of one training run's 256-grams than
   the least one training run shares with another, plus `SPLICE_MARGIN`, and keeps the last try
@@ -22,19 +23,22 @@ still decides"):
 jump to and the fewer of training's long spans it copies (sqlite, run 3 held out: 0.38-0.40 of
 its 256-event spans in training with 64, 0.02-0.04 with 8; stream 0.14-0.16 and 0.01-0.03, where
 the held-out run shares 0.002), at the price of the long-range structure only a long match keeps.
+`drift` bounds how far a jump may move the walk within its run: with 4,096, a jump in a loop or a
+repeated structure (pybench's imports) lands thousands of events back or ahead, and the walk
+repeats and skips what the runs hold once (pybench: 0.55 of its events in an exactly repeated
+33-event span against real runs' 0.38-0.40; 0.41 with a drift of 64).
 
 `channels="light"` (the default) writes event types and timestamps, the channels the splice
 replaces, other columns null, as a `light` TraceSynth trace. `channels="full"` copies the rows
 whole (thread, CPU, return value, payload with their event), so every channel's marginal is real,
 and keeps them one consistent machine across the walk's jumps (sampling/thread_seams.py): a jump
-goes only to a place where every CPU runs a thread of the same name in the same syscall (alike
-exited or not, the same forks pending, the threads on no CPU waiting in the same calls), and the
-far side's threads take the ids of the output's.
+goes only to a place where every CPU runs a thread of the same name in the same syscall (a read
+or write of the same count; alike exited or not, the same forks pending, the threads on no CPU
+waiting in the same calls), and the far side's threads take the ids of the output's.
 Copied as they were, a jump landed in another run's threads mid-syscall: build, seed 0, 464 rule
-breaks per 1,000 events (its training runs: 0.02); renamed, 0.17 on average over eight workloads
-and two folds, most of it the lost `sched_switch` events of the training recordings copied with
-their rows (sqlite 0.18-0.24 against its runs' own 0.18-0.22; one fileio trace 3.7 against 1.05),
-the rest a few return values against their call's arguments (gzip) and fds (build)
+breaks per 1,000 events (its training runs: 0.02); renamed, 0.16 on average over eight workloads
+and two folds, all of it the lost `sched_switch` events of the training recordings copied with
+their rows (sqlite 0.18-0.24 against its runs' own 0.18-0.22; one fileio trace 3.7 against 1.05)
 (`benchmarks/full_walk_rules.py`).
 Timestamps: the real gap before each copied event, from the first training run's start.
 """
