@@ -135,8 +135,8 @@ class Resample(Generator):
         ts = self.start_ts_[workload] + np.cumsum(gaps)
         events = events.set_column(events.schema.get_field_index("ts"), "ts", pa.array(ts, pa.int64()))
         seconds = time.perf_counter() - started
-        extra = {"generator": self.name, "channels": self.channels, "piece": piece, "context": self.context, "drift": self.drift,
-                 "seed": seed, "segments": walked.segments,
+        extra = {"generator": self.name, "channels": self.channels, "piece": piece, "context": self.context,
+                 "drift": self.drift, "seed": seed, "segments": walked.segments,
                  "chunks_over_max_copy": walked.over, "copy_share_256_one_run": round(share, 4),
                  "training_runs_least_share": round(bound - SPLICE_MARGIN, 4), "within_bound": share <= bound,
                  "sample_seconds": round(seconds, 3), "events_per_second": round(n_events / max(seconds, 1e-9), 1)}
