@@ -177,7 +177,8 @@ class Training:
         if self.states is not None:
             keep = self.states[where - 1] == state
             where, runs = where[keep], runs[keep]
-        if often:
+        if often:  # shared by every later call: read-only, so a caller cannot change them in place
+            where.flags.writeable = runs.flags.writeable = False
             self._after[key] = (where, runs)
         return where, runs
 
