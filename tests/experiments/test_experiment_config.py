@@ -59,6 +59,8 @@ def _write(tmp_path, text: str) -> Path:
     ("tracesynth:\n  start_steps: 0\n", "tracesynth.start_steps", "at least 1"),
     ("tracesynth:\n  splice: 8\n", "tracesynth.splice", "anchor of at least 16 events"),
     ("tracesynth:\n  splice_walk: 1\n", "tracesynth.splice_walk", "piece of at least 2 events"),
+    ("tracesynth:\n  splice_walk_context: 1\n", "tracesynth.splice_walk_context", "match of at least 2 events"),
+    ("tracesynth:\n  splice_walk_drift: -64\n", "tracesynth.splice_walk_drift", "0 (the splice's)"),
     ("tracesynth:\n  phase_events: -1\n", "tracesynth.phase_events", "0 (no trace-phase embedding) or positive"),
     ("tracesynth:\n  cadence: sometimes\n", "tracesynth.cadence", "true, false or auto"),
     ("tracesynth:\n  cadence: 2\n", "tracesynth.cadence", "expected true/false or a string"),

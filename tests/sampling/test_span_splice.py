@@ -193,3 +193,29 @@ def test_a_stretch_no_anchors_match_is_walked_through_training_in_pieces(sqlite)
     assert not long_runs[max(0, first - MAX_COPY):last].any()
     again = splice(codes, codes_gaps, Training(runs), np.random.default_rng(0), walk=64)
     assert np.array_equal(again.codes, result.codes) and again.sources == result.sources
+
+
+def test_a_walk_with_a_drift_of_its_own_keeps_the_order_of_the_run_it_began_in(sqlite):
+    """`walk_drift`: each jump lands within that many events of where the walk would be had it
+    stayed in the run it began in, so its pieces keep that run's order (with the splice's
+    alignment a jump lands anywhere within 4,096 events of the stretch's place: pieces thousands
+    of events apart, repeating and skipping what the run holds once); `walk_context`: the events
+    matched at each jump (16 branches often enough to walk sqlite within 64 events)."""
+    _, runs, held_out, gaps = sqlite
+    noise = np.random.default_rng(3).integers(2, 40, 2500)
+    codes = np.concatenate([held_out[:3000], noise, held_out[3000:]])
+    codes_gaps = np.concatenate([gaps[:3000], np.ones(2500, dtype=np.int64), gaps[3000:]])
+    training = Training(runs)
+    lags = {}
+    for drift in (None, 64):
+        result = splice(codes, codes_gaps, training, np.random.default_rng(0), walk=64, walk_context=16,
+                        walk_drift=drift)
+        assert result.walked >= 1 and len(result.sources) >= 10
+        for start, run, offset, length in result.sources:  # verbatim training still
+            assert np.array_equal(result.codes[start:start + length], runs[run][0][offset:offset + length])
+        lag = np.array([offset - start for start, _, offset, _ in result.sources])
+        lags[drift] = lag.max() - lag.min()
+        again = splice(codes, codes_gaps, Training(runs), np.random.default_rng(0), walk=64, walk_context=16,
+                       walk_drift=drift)
+        assert again.sources == result.sources  # seeded
+    assert lags[64] <= 64 < 1000 < lags[None]

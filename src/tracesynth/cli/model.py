@@ -197,6 +197,13 @@ def generate(
                                     help="With --splice: walk the stretches no anchors match through training in "
                                          "pieces of about N events, halved while the trace copies more than the "
                                          "bound (default: the model's, 128; 0 = leave them as sampled)."),
+    splice_walk_context: int = typer.Option(None, "--splice-walk-context",
+                                            help="With --splice: the events the walk matches at each jump (e.g. 16; "
+                                                 "default: the model's; 0 = the splice's anchor length)."),
+    splice_walk_drift: int = typer.Option(None, "--splice-walk-drift",
+                                          help="With --splice: how far a jump may land from where the walk would "
+                                               "be had it stayed in the run it began in, in events (e.g. 64; "
+                                               "default: the model's; 0 = within 4096 of the stretch's place)."),
     seed: int = typer.Option(0, "--seed", help="Seed: same seed, same trace on CPU."),
     guidance_scale: float = typer.Option(1.0, "--guidance-scale", help="Classifier-free guidance (1 = off)."),
     corrector_steps: int = typer.Option(0, "--corrector-steps",
@@ -288,6 +295,8 @@ def generate(
         ("--start-anchor", start_anchor, "start_anchor", 0, False),
         ("--splice", splice, "splice", 0, False),
         ("--splice-walk", splice_walk, "splice_walk", 0, False),
+        ("--splice-walk-context", splice_walk_context, "splice_walk_context", 0, False),
+        ("--splice-walk-drift", splice_walk_drift, "splice_walk_drift", 0, False),
     )
     for flag, value, _, least, strict in overrides:
         if value is not None and (value <= least if strict else value < least):
@@ -300,6 +309,8 @@ def generate(
             raise ConfigError(f"--splice must be 0 (off) or an anchor of at least 16 events, got {splice}")
     if splice_walk == 1:
         raise ConfigError("--splice-walk must be 0 (no walk) or a piece of at least 2 events, got 1")
+    if splice_walk_context == 1:
+        raise ConfigError("--splice-walk-context must be 0 (the splice's anchor) or at least 2 events, got 1")
     if prefix_fraction is not None:
         if not 0 <= prefix_fraction < 1:
             raise ConfigError(f"--prefix-fraction must be in [0, 1), got {prefix_fraction}")
@@ -396,7 +407,9 @@ def _splice_note(gen, trace, workload: str) -> str:
         return f"span splice: undone ({info.get('why', 'nothing to splice')})"
     where = ("from their own phase of the runs" if info.get("by_phase", True)
              else "by length from anywhere: by phase it copied more than the bound")
-    walked = (f", {info['walked']} walked in pieces of ~{info['walk_piece']}" if info.get("walked") else "")
+    drift = info.get("walk_drift") or 0
+    walked = (f", {info['walked']} walked in pieces of ~{info['walk_piece']} (match {info.get('walk_context', 64)}"
+              + (f", drift {drift:,}" if drift else "") + ")" if info.get("walked") else "")
     return (f"span splice: {info['stretches']} stretches{walked}, {info['events_from_training']:,} events from training "
             f"(anchors of {info['anchor']}, {where}); 256-gram copy share of one training run "
             f"{info['copy_share_256_one_run']:.2f}, one training run of another at least {info['training_runs_least_share']:.2f}")

@@ -126,6 +126,8 @@ class TraceSynthSettings:
     start_anchor: int | None = None  # a trace's first events from a training run's start-up (None: default; 0: off)
     splice: int | None = None  # span splice anchor length (None: default, off; 0: off)
     splice_walk: int | None = None  # the splice's walk pieces, in events (None: default, 128; 0: no walk)
+    splice_walk_context: int | None = None  # the walk's match at each jump (None: default; 0: the anchor's)
+    splice_walk_drift: int | None = None  # how far from its own course the walk may land (None: default; 0: the splice's)
 
 
 @dataclass
@@ -361,6 +363,12 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
         _fail(source, "tracesynth.splice", f"must be 0 (off) or an anchor of at least 16 events, got {ts.splice}")
     if ts.splice_walk is not None and (ts.splice_walk < 0 or ts.splice_walk == 1):
         _fail(source, "tracesynth.splice_walk", f"must be 0 (no walk) or a piece of at least 2 events, got {ts.splice_walk}")
+    if ts.splice_walk_context is not None and (ts.splice_walk_context < 0 or ts.splice_walk_context == 1):
+        _fail(source, "tracesynth.splice_walk_context",
+              f"must be 0 (the splice's anchor) or a match of at least 2 events, got {ts.splice_walk_context}")
+    if ts.splice_walk_drift is not None and ts.splice_walk_drift < 0:
+        _fail(source, "tracesynth.splice_walk_drift",
+              f"must be 0 (the splice's) or a number of events, got {ts.splice_walk_drift}")
     if isinstance(ts.cadence, str) and ts.cadence != "auto":
         _fail(source, "tracesynth.cadence", f"expected true, false or auto, got {ts.cadence!r}")
     if ts.guide_rounds is not None and ts.guide_rounds < 0:

@@ -122,6 +122,14 @@ SPLICE_MARGIN = 0.10
 # copied up to the evaluation's flag (docs/model.md, "The walk").
 SPLICE_WALK = 128
 SPLICE_WALK_MIN = 32
+# What the splice's walk matches at each jump (0: the splice's anchor, 64 events) and how far a
+# jump may land from where the walk would be had it stayed in the run it began in (0: within the
+# splice's `MAX_DRIFT` of the stretch's place in the trace, as published): the no-model walk
+# (`resample`) with a 16-event match and a 64-event drift came closer to real (pybench's 512-event
+# windows 0.81 -> 0.72, run 3 held out) at about the same copying (docs/results.md, "The walk's
+# drift"). Defaults: the walk as published.
+SPLICE_WALK_CONTEXT = 0
+SPLICE_WALK_DRIFT = 0
 
 
 def walk_pieces(piece: int) -> list[int]:
@@ -186,6 +194,7 @@ class TraceSynth(Generator):
                  ema: float = EMA, val_fraction: float = VAL_FRACTION, start_rate_end: float | None = None,
                  cadence: bool | str = CADENCE, start_steps: int | None = START_STEPS,
                  start_anchor: int = START_ANCHOR, splice: int = SPLICE, splice_walk: int = SPLICE_WALK,
+                 splice_walk_context: int = SPLICE_WALK_CONTEXT, splice_walk_drift: int = SPLICE_WALK_DRIFT,
                  keep_runs: bool = True):
         super().__init__(random_state)
         self.channels = channels
@@ -234,6 +243,13 @@ class TraceSynth(Generator):
         if splice_walk < 0 or (splice_walk and splice_walk < 2):
             raise ConfigError(f"splice_walk must be 0 (off) or a piece of at least 2 events, not {splice_walk}")
         self.splice_walk = splice_walk  # sampling: the splice's walk pieces (0: no walk)
+        if splice_walk_context < 0 or (splice_walk_context and splice_walk_context < 2):
+            raise ConfigError("splice_walk_context must be 0 (the splice's anchor) or a match of at least 2 events, "
+                              f"not {splice_walk_context}")
+        self.splice_walk_context = splice_walk_context  # sampling: the walk's match at each jump (0: the anchor's)
+        if splice_walk_drift < 0:
+            raise ConfigError(f"splice_walk_drift must be 0 (the splice's) or a number of events, not {splice_walk_drift}")
+        self.splice_walk_drift = splice_walk_drift  # sampling: how far from its own course the walk may land
         self.keep_runs = keep_runs  # training: keep the runs' event sequences with the model (splice, anchor)
 
     def get_params(self) -> dict:
@@ -243,7 +259,7 @@ class TraceSynth(Generator):
                 "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds", "ngram_weight",
                 "ngram_rounds", "prior_from", "precision", "train_precision", "ngram_order", "self_condition",
                 "keep_best", "ema", "val_fraction", "cadence", "start_steps", "start_anchor", "splice",
-                "splice_walk", "keep_runs")
+                "splice_walk", "splice_walk_context", "splice_walk_drift", "keep_runs")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -414,7 +430,8 @@ class TraceSynth(Generator):
                 if phase and result is not None and not result.unmatched and not result.walked:
                     continue  # no stretch needed walking: the phase passes to come splice the same
                 result = splice(codes, gaps, training, np.random.default_rng([seed, 0x5911CE]), k=self.splice,
-                                phase=phase, walk=walk)
+                                phase=phase, walk=walk, walk_context=self.splice_walk_context,
+                                walk_drift=self.splice_walk_drift or None)
                 share = training.most_copied(result.codes[:n_events], span)
                 if share <= bound:
                     break
@@ -431,6 +448,7 @@ class TraceSynth(Generator):
         taken = sum(max(0, min(length, n_events - start)) for start, _, _, length in result.sources)
         info = {"anchor": self.splice, "by_phase": phase, "stretches": result.spliced, "unmatched": result.unmatched,
                 "walked": result.walked, "walk_piece": walk,
+                "walk_context": self.splice_walk_context or self.splice, "walk_drift": self.splice_walk_drift,
                 "events_from_training": taken,  # of the trace as cut to n_events
                 "copy_share_256_one_run": round(share, 4), "training_runs_least_share": round(natural, 4)}
         if len(result.codes) < n_events or share > bound:

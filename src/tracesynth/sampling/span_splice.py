@@ -135,7 +135,7 @@ class Training:
         """`run_of` for one position."""
         return bisect.bisect_right(self._firsts, position) - 1
 
-    def drift(self, positions, runs, place) -> np.ndarray:
+    def distance(self, positions, runs, place) -> np.ndarray:
         """How far each of `positions` (in the concatenated runs; `runs`: theirs) sits from `place`
         in its own run, in events: the splice takes nothing further than `MAX_DRIFT`."""
         return np.abs(positions - self.offsets[runs] - place)
@@ -260,13 +260,17 @@ def covered(codes: np.ndarray, spans: np.ndarray, support: np.ndarray, k: int = 
 
 def splice(codes: np.ndarray, gaps: np.ndarray, runs: Training | list[tuple[np.ndarray, np.ndarray]],
            rng: np.random.Generator, k: int = ANCHOR, max_copy: int = MAX_COPY, keep: int = 0,
-           phase: bool = True, walk: int = 0) -> SpliceResult:
+           phase: bool = True, walk: int = 0, walk_context: int = 0, walk_drift: int | None = None) -> SpliceResult:
     """Splice training's events into the uncovered stretches of `codes` (module docstring).
     `runs`: (codes, gaps) of each training run, or a `Training` built from them (reused across
     calls); the first `keep` events stay as they are (known events, e.g. a prefix); `phase`:
     rank candidates by their place in the run first (False: by length first, from anywhere);
     `walk`: walk the stretches no anchors match in pieces of about this many events (0: leave
-    them as sampled; `MAX_COPY`'s note)."""
+    them as sampled; `MAX_COPY`'s note), matching the last `walk_context` events at each jump
+    (0: `k`, the anchors' length); `walk_drift`: each jump lands within this many events of the
+    place the walk would have reached had it stayed in the run it began in (None: within
+    `MAX_DRIFT` of the stretch's place in the trace, as published). `resample`'s `context` and
+    `drift`: a walk from a run's start has the trace's places as its own."""
     codes, gaps = np.asarray(codes, dtype=np.int64), np.asarray(gaps, dtype=np.int64)
     n = len(codes)
     max_span = max_copy - 2 * k
@@ -309,8 +313,8 @@ def splice(codes: np.ndarray, gaps: np.ndarray, runs: Training | list[tuple[np.n
             steps = [match]
             spliced += 1
         elif walk and phase:
-            bridge = _walk(codes, i, end, done, placed - done, training, k, walk, rng, taken, pieces, max_copy,
-                           long_grams)
+            bridge = _walk(codes, i, end, done, placed - done, training, walk_context or k, walk, rng, taken, pieces,
+                           max_copy, long_grams, walk_drift)
             if bridge is not None:
                 lo, hi, pieces_walked = bridge
                 steps = [(a, b, int(training.run_of(a))) for a, b in pieces_walked]
@@ -393,7 +397,7 @@ def _match(codes, start, end, done, shift, training: Training, k, taken, rng, ma
                     # nearest the stretch's place in the trace (in PHASE steps: the same phase of
                     # the run), then closest in length, then the run least taken from so far (no
                     # one training run copied more than the others), then the seed's draw
-                    phase = (training.drift(a_, r_, lo + shift) // PHASE if shift is not None
+                    phase = (training.distance(a_, r_, lo + shift) // PHASE if shift is not None
                              else np.zeros(len(a_), dtype=np.int64))
                     off = np.abs((q_ - a_) - want)
                     order = np.lexsort((rng.random(len(off)), taken[r_], off, phase))[:CANDIDATES]
@@ -415,13 +419,16 @@ def _match(codes, start, end, done, shift, training: Training, k, taken, rng, ma
     return None, start, end
 
 
-def _walk(codes, start, end, done, shift, training: Training, k, piece, rng, taken, pieces, max_copy, long_grams):
+def _walk(codes, start, end, done, shift, training: Training, k, piece, rng, taken, pieces, max_copy, long_grams,
+          drift=None):
     """(lo, hi, [(a, b), ...]): training events a..b-1, piece after piece, to put in place of
     codes[lo:hi] for the uncovered stretch codes[start:end] that no anchors match (`MAX_COPY`'s
     note), or None: no place in training near this phase holds the k events before the stretch,
     or the walk would make a verbatim training run over `max_copy` events. `pieces`: the output so
     far, up to codes[done]. The walk ends where the k events after the stretch follow in
-    training or, failing that within two pieces of the stretch's length, at that length."""
+    training or, failing that within two pieces of the stretch's length, at that length. `drift`:
+    jumps land within this many events of where the walk would be in the run it began in (None:
+    within `MAX_DRIFT` of the stretch's place in the trace)."""
     index, train_codes = training.index(k), training.codes
     n = len(codes)
     lo, p = start, None
@@ -432,11 +439,11 @@ def _walk(codes, start, end, done, shift, training: Training, k, piece, rng, tak
         for lo in range(start, max(done + anchor, start - WALK_BACK) - 1, -1):
             where, runs = training.index(anchor).find(kgram_hashes(codes[lo - anchor:lo], anchor)[0])
             where = where + anchor  # the training event after each occurrence
-            drift = training.drift(where, runs, lo + shift)
-            keep = (drift <= MAX_DRIFT) & (where < training.ends[runs])
+            far = training.distance(where, runs, lo + shift)
+            keep = (far <= MAX_DRIFT) & (where < training.ends[runs])
             if keep.any():
                 where, runs = where[keep], runs[keep]
-                p = int(where[np.lexsort((rng.random(len(where)), taken[runs], drift[keep] // PHASE))[0]])
+                p = int(where[np.lexsort((rng.random(len(where)), taken[runs], far[keep] // PHASE))[0]])
                 break
         if p is not None:
             break
@@ -472,8 +479,11 @@ def _walk(codes, start, end, done, shift, training: Training, k, piece, rng, tak
         targets, room_after = targets[room_after > 0], room_after[room_after > 0]
     else:
         room_after = np.zeros(0, np.int64)
+    # the walk's place: the trace's, or (a drift of its own) p's in its run, moving with the walk
+    place = lo + shift if drift is None else p - int(training.offsets[training.run_at(p)])
     for _ in range(WALK_TRIES):
-        steps, _ = _steps(p, lo + shift, want, training, index, k, piece, rng, targets, room_after, room)
+        steps, _ = _steps(p, place, want, training, index, k, piece, rng, targets, room_after, room,
+                          drift=MAX_DRIFT if drift is None else drift)
         if steps:
             events = np.concatenate([train_codes[a:b] for a, b in steps])
             window = np.concatenate([before, events, codes[hi:hi + max_copy]])
