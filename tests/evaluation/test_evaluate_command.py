@@ -96,7 +96,11 @@ def test_baseline_resample_walks_a_real_run(tmp_path, capsys):
     assert synthetic.meta.extra["generator"] == "resample" and synthetic.meta.extra["piece"] in (64, 32)
     assert synthetic.meta.extra["context"] == 32 and synthetic.meta.extra["drift"] == 128
     err = " ".join(capsys.readouterr().err.split())  # the console wraps long lines
-    assert "jumps after 32 matching events, within 128 of its place in the run" in err
+    assert "jumps after 32 matching events, within 128 of its place in the run;" in err
+    assert main(["baseline", "resample", str(run), "-n", "3000", "--context", "16", "--drift", "64", "--aligned",
+                 "-o", str(out)]) == 0
+    assert tracesynth.load(out).meta.extra["aligned"] is True
+    assert "within 64 of its place in the run, the nearest place in each run;" in " ".join(capsys.readouterr().err.split())
     assert synthetic.column("tid").null_count == 5000  # light unless told
     assert main(["baseline", "resample", str(run), "-n", "10", "--channels", "all", "-o", str(tmp_path / "x.csv")]) != 0
     assert "resample: channels must be 'light' or 'full'" in capsys.readouterr().err

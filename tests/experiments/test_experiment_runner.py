@@ -147,16 +147,18 @@ def test_config_sampling_settings_apply_to_saved_models(finished_run):
     never = lambda *a: pytest.fail("a saved model must not be retrained")  # noqa: E731
     saved, _, _ = _trained_tracesynth(config, cell, 2, None, out, never)
     assert (saved.spread, saved.tid_temperature, saved.prefix_fraction, saved.temperature) == (4, 0.5, 0.25, 1.0)
-    for spread, tid_temperature, prefix, start, temperature, splice, walk, match, drift in (
-            (0, 1.0, 0.0, 1, 0.8, 0, 0, 0, 0), (9, 0.3, 0.125, 64, 1.2, 64, 32, 16, 64)):
+    for spread, tid_temperature, prefix, start, temperature, splice, walk, match, drift, aligned in (
+            (0, 1.0, 0.0, 1, 0.8, 0, 0, 0, 0, False), (9, 0.3, 0.125, 64, 1.2, 64, 32, 16, 64, True)):
         config.tracesynth = replace(config.tracesynth, spread=spread, tid_temperature=tid_temperature,
                                     prefix_fraction=prefix, start_steps=start, temperature=temperature,
-                                    splice=splice, splice_walk=walk, splice_walk_context=match, splice_walk_drift=drift)
+                                    splice=splice, splice_walk=walk, splice_walk_context=match, splice_walk_drift=drift,
+                                    splice_walk_aligned=aligned)
         loaded, _, _ = _trained_tracesynth(config, cell, 2, None, out, never)
         assert (loaded.spread, loaded.tid_temperature, loaded.prefix_fraction, loaded.start_steps,
                 loaded.temperature, loaded.splice, loaded.splice_walk, loaded.splice_walk_context,
-                loaded.splice_walk_drift) == (spread, tid_temperature, prefix, start, temperature, splice, walk,
-                                              match, drift)
+                loaded.splice_walk_drift, loaded.splice_walk_aligned) == (spread, tid_temperature, prefix, start,
+                                                                          temperature, splice, walk, match, drift,
+                                                                          aligned)
     assert saved.precision == "fp32"  # sampling precision: the default unless the config sets it
     config.tracesynth = replace(config.tracesynth, sample_precision="bf16", train_precision="fp32", ngram_order=5)
     loaded, _, _ = _trained_tracesynth(config, cell, 2, None, out, never)

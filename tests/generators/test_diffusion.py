@@ -174,11 +174,11 @@ def test_span_splice_puts_training_events_into_slips_and_is_undone_where_it_woul
     walked = gen._splice(slipped(runs[0]), "sqlite", 0, 6000).meta.extra["splice"]
     assert walked["kept"] and walked["walked"] >= 1 and walked["walk_piece"] == 128
     assert walked["copy_share_256_one_run"] <= walked["training_runs_least_share"] + 0.10
-    assert (walked["walk_context"], walked["walk_drift"]) == (64, 0)  # the splice's anchor and alignment
-    gen.splice_walk_context, gen.splice_walk_drift = 16, 64
+    assert (walked["walk_context"], walked["walk_drift"], walked["walk_aligned"]) == (64, 0, False)  # as published
+    gen.splice_walk_context, gen.splice_walk_drift, gen.splice_walk_aligned = 16, 64, True
     short = gen._splice(slipped(runs[0]), "sqlite", 0, 6000).meta.extra["splice"]
-    assert (short["walk_context"], short["walk_drift"]) == (16, 64)
-    gen.splice_walk_context, gen.splice_walk_drift = 0, 0
+    assert (short["walk_context"], short["walk_drift"], short["walk_aligned"]) == (16, 64, True)
+    gen.splice_walk_context, gen.splice_walk_drift, gen.splice_walk_aligned = 0, 0, False
     # a slip every 1,000 events: the trace copies more than the bound as sampled, and no pass is tried
     close = gen._splice(slipped(runs[0], every=1000), "sqlite", 0, 6000).meta.extra["splice"]
     assert close["kept"] is False and "as sampled" in close["why"] and "by_phase" not in close
@@ -212,7 +212,7 @@ def test_a_splice_over_the_bound_walks_in_shorter_pieces_then_not_then_by_length
                                       (0, 0, [(True, 128), (False, 0)])):
         calls = []
 
-        def fake(codes, gaps, training, rng, k, phase, walk, walk_context, walk_drift, walked=walked,
+        def fake(codes, gaps, training, rng, k, phase, walk, walk_context, walk_drift, walk_aligned, walked=walked,
                  unmatched=unmatched, calls=calls):
             calls.append((phase, walk))
             return SpliceResult(copy[0][:7000], copy[1][:7000], 3, unmatched, [], walked)

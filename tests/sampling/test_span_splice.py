@@ -207,15 +207,15 @@ def test_a_walk_with_a_drift_of_its_own_keeps_the_order_of_the_run_it_began_in(s
     codes_gaps = np.concatenate([gaps[:3000], np.ones(2500, dtype=np.int64), gaps[3000:]])
     training = Training(runs)
     lags = {}
-    for drift in (None, 64):
+    for drift, aligned in ((None, False), (64, False), (64, True)):
         result = splice(codes, codes_gaps, training, np.random.default_rng(0), walk=64, walk_context=16,
-                        walk_drift=drift)
+                        walk_drift=drift, walk_aligned=aligned)
         assert result.walked >= 1 and len(result.sources) >= 10
         for start, run, offset, length in result.sources:  # verbatim training still
             assert np.array_equal(result.codes[start:start + length], runs[run][0][offset:offset + length])
         lag = np.array([offset - start for start, _, offset, _ in result.sources])
-        lags[drift] = lag.max() - lag.min()
+        lags[drift, aligned] = lag.max() - lag.min()
         again = splice(codes, codes_gaps, Training(runs), np.random.default_rng(0), walk=64, walk_context=16,
-                       walk_drift=drift)
+                       walk_drift=drift, walk_aligned=aligned)
         assert again.sources == result.sources  # seeded
-    assert lags[64] <= 64 < 1000 < lags[None]
+    assert max(lags[64, False], lags[64, True]) <= 64 < 1000 < lags[None, False]

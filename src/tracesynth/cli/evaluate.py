@@ -106,6 +106,10 @@ def baseline(
     drift: int = typer.Option(4096, "--drift",
                               help="resample: how far from the output's own position in a run a jump may land "
                                    "(shorter: the walk keeps the runs' order, repeating and skipping less)."),
+    aligned: bool = typer.Option(False, "--aligned",
+                                 help="resample: each jump draws among one place per training run, the one nearest "
+                                      "the output's own position (branches between runs, never back or ahead "
+                                      "within one)."),
     channels: str = typer.Option("light", "--channels",
                                  help="resample: light (event types and times) or full (whole rows)."),
     seed: int = typer.Option(0, "--seed", help="Random seed (same seed, same trace)."),
@@ -117,7 +121,8 @@ def baseline(
     from tracesynth.generators import make
 
     params = {"markov": {"order": order}, "copy": {"chunk_length": chunk},
-              "resample": {"piece": piece, "context": context, "drift": drift, "channels": channels}}
+              "resample": {"piece": piece, "context": context, "drift": drift, "aligned": aligned,
+                           "channels": channels}}
     if kind not in params:
         raise ConfigError(f"unknown baseline {kind!r}; choose markov, copy or resample")
     traces = [load(p) for p in train]
@@ -133,7 +138,8 @@ def baseline(
     if kind == "resample":  # what the walk copied, against what real runs share (its privacy dial)
         extra = trace.meta.extra
         console_err.print(f"walk: pieces of ~{extra['piece']}, jumps after {extra['context']} matching events, "
-                          f"within {extra['drift']:,} of its place in the run; "
+                          f"within {extra['drift']:,} of its place in the run"
+                          + (", the nearest place in each run" if extra.get("aligned") else "") + "; "
                           f"{extra['copy_share_256_one_run']:.2f} of its 256-event spans from one training run, "
                           f"where the least one training run has of another is "
                           f"{extra['training_runs_least_share']:.2f}"

@@ -204,6 +204,10 @@ def generate(
                                           help="With --splice: how far a jump may land from where the walk would "
                                                "be had it stayed in the run it began in, in events (e.g. 64; "
                                                "default: the model's; 0 = within 4096 of the stretch's place)."),
+    splice_walk_aligned: bool = typer.Option(None, "--splice-walk-aligned/--no-splice-walk-aligned",
+                                             help="With --splice: each of the walk's jumps draws among one place per "
+                                                  "training run, the one nearest its own position (default: the "
+                                                  "model's, off)."),
     seed: int = typer.Option(0, "--seed", help="Seed: same seed, same trace on CPU."),
     guidance_scale: float = typer.Option(1.0, "--guidance-scale", help="Classifier-free guidance (1 = off)."),
     corrector_steps: int = typer.Option(0, "--corrector-steps",
@@ -309,6 +313,8 @@ def generate(
             raise ConfigError(f"--splice must be 0 (off) or an anchor of at least 16 events, got {splice}")
     if splice_walk == 1:
         raise ConfigError("--splice-walk must be 0 (no walk) or a piece of at least 2 events, got 1")
+    if splice_walk_aligned is not None:
+        gen.splice_walk_aligned = splice_walk_aligned
     if splice_walk_context == 1:
         raise ConfigError("--splice-walk-context must be 0 (the splice's anchor) or at least 2 events, got 1")
     if prefix_fraction is not None:
@@ -409,7 +415,8 @@ def _splice_note(gen, trace, workload: str) -> str:
              else "by length from anywhere: by phase it copied more than the bound")
     drift = info.get("walk_drift") or 0
     walked = (f", {info['walked']} walked in pieces of ~{info['walk_piece']} (match {info.get('walk_context', 64)}"
-              + (f", drift {drift:,}" if drift else "") + ")" if info.get("walked") else "")
+              + (f", drift {drift:,}" if drift else "") + (", aligned" if info.get("walk_aligned") else "") + ")"
+              if info.get("walked") else "")
     return (f"span splice: {info['stretches']} stretches{walked}, {info['events_from_training']:,} events from training "
             f"(anchors of {info['anchor']}, {where}); 256-gram copy share of one training run "
             f"{info['copy_share_256_one_run']:.2f}, one training run of another at least {info['training_runs_least_share']:.2f}")

@@ -128,6 +128,7 @@ class TraceSynthSettings:
     splice_walk: int | None = None  # the splice's walk pieces, in events (None: default, 128; 0: no walk)
     splice_walk_context: int | None = None  # the walk's match at each jump (None: default; 0: the anchor's)
     splice_walk_drift: int | None = None  # how far from its own course the walk may land (None: default; 0: the splice's)
+    splice_walk_aligned: bool | None = None  # one place per run at each of the walk's jumps (None: default, off)
 
 
 @dataclass

@@ -277,7 +277,8 @@ def _sampling_settings(ts) -> dict:
     """The config's sampling settings that are set: they apply to new and reused models alike."""
     keys = ("temperature", "spread", "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds",
             "ngram_weight", "ngram_rounds", "prior_from", "prefix_fraction", "cadence", "start_steps",
-            "start_anchor", "splice", "splice_walk", "splice_walk_context", "splice_walk_drift")
+            "start_anchor", "splice", "splice_walk", "splice_walk_context", "splice_walk_drift",
+            "splice_walk_aligned")
     settings = {key: getattr(ts, key) for key in keys if getattr(ts, key) is not None}
     if ts.sample_precision is not None:
         settings["precision"] = ts.sample_precision

@@ -130,6 +130,9 @@ SPLICE_WALK_MIN = 32
 # drift"). Defaults: the walk as published.
 SPLICE_WALK_CONTEXT = 0
 SPLICE_WALK_DRIFT = 0
+# Whether each of the walk's jumps draws among one place per training run, the nearest (`resample
+# --aligned`: branches between runs, never back or ahead within one). Off: the walk as published.
+SPLICE_WALK_ALIGNED = False
 
 
 def walk_pieces(piece: int) -> list[int]:
@@ -195,7 +198,7 @@ class TraceSynth(Generator):
                  cadence: bool | str = CADENCE, start_steps: int | None = START_STEPS,
                  start_anchor: int = START_ANCHOR, splice: int = SPLICE, splice_walk: int = SPLICE_WALK,
                  splice_walk_context: int = SPLICE_WALK_CONTEXT, splice_walk_drift: int = SPLICE_WALK_DRIFT,
-                 keep_runs: bool = True):
+                 splice_walk_aligned: bool = SPLICE_WALK_ALIGNED, keep_runs: bool = True):
         super().__init__(random_state)
         self.channels = channels
         self.context = context
@@ -250,6 +253,7 @@ class TraceSynth(Generator):
         if splice_walk_drift < 0:
             raise ConfigError(f"splice_walk_drift must be 0 (the splice's) or a number of events, not {splice_walk_drift}")
         self.splice_walk_drift = splice_walk_drift  # sampling: how far from its own course the walk may land
+        self.splice_walk_aligned = bool(splice_walk_aligned)  # sampling: one place per run at each jump
         self.keep_runs = keep_runs  # training: keep the runs' event sequences with the model (splice, anchor)
 
     def get_params(self) -> dict:
@@ -259,7 +263,7 @@ class TraceSynth(Generator):
                 "tid_temperature", "support_rounds", "copy_rounds", "serial_guide", "guide_rounds", "ngram_weight",
                 "ngram_rounds", "prior_from", "precision", "train_precision", "ngram_order", "self_condition",
                 "keep_best", "ema", "val_fraction", "cadence", "start_steps", "start_anchor", "splice",
-                "splice_walk", "splice_walk_context", "splice_walk_drift", "keep_runs")
+                "splice_walk", "splice_walk_context", "splice_walk_drift", "splice_walk_aligned", "keep_runs")
         return {k: getattr(self, k) for k in keys}
 
     def _configs(self) -> tuple[ModelConfig, TrainConfig]:
@@ -431,7 +435,7 @@ class TraceSynth(Generator):
                     continue  # no stretch needed walking: the phase passes to come splice the same
                 result = splice(codes, gaps, training, np.random.default_rng([seed, 0x5911CE]), k=self.splice,
                                 phase=phase, walk=walk, walk_context=self.splice_walk_context,
-                                walk_drift=self.splice_walk_drift or None)
+                                walk_drift=self.splice_walk_drift or None, walk_aligned=self.splice_walk_aligned)
                 share = training.most_copied(result.codes[:n_events], span)
                 if share <= bound:
                     break
@@ -449,6 +453,7 @@ class TraceSynth(Generator):
         info = {"anchor": self.splice, "by_phase": phase, "stretches": result.spliced, "unmatched": result.unmatched,
                 "walked": result.walked, "walk_piece": walk,
                 "walk_context": self.splice_walk_context or self.splice, "walk_drift": self.splice_walk_drift,
+                "walk_aligned": self.splice_walk_aligned,
                 "events_from_training": taken,  # of the trace as cut to n_events
                 "copy_share_256_one_run": round(share, 4), "training_runs_least_share": round(natural, 4)}
         if len(result.codes) < n_events or share > bound:

@@ -26,7 +26,9 @@ the held-out run shares 0.002), at the price of the long-range structure only a 
 `drift` bounds how far a jump may move the walk within its run: with 4,096, a jump in a loop or a
 repeated structure (pybench's imports) lands thousands of events back or ahead, and the walk
 repeats and skips what the runs hold once (pybench: 0.55 of its events in an exactly repeated
-33-event span against real runs' 0.38-0.40; 0.41 with a drift of 64).
+33-event span against real runs' 0.38-0.40; 0.41 with a drift of 64). `aligned` goes further:
+each jump draws among one place per training run, the one nearest the output's own position, so
+the walk branches between runs at the same moment of each and never back or ahead within one.
 
 `channels="light"` (the default) writes event types and timestamps, the channels the splice
 replaces, other columns null, as a `light` TraceSynth trace. `channels="full"` copies the rows
@@ -67,11 +69,12 @@ class Resample(Generator):
     name = "resample"
 
     def __init__(self, piece: int = 128, context: int = CONTEXT, channels: str = "light", random_state: int = 0,
-                 drift: int = DRIFT):
+                 drift: int = DRIFT, aligned: bool = False):
         super().__init__(random_state=random_state)
         self.piece = piece
         self.context = context
         self.drift = drift
+        self.aligned = aligned
         self.channels = channels
 
     def _fit(self, traces_by_workload: dict[str, list[Trace]]) -> None:
@@ -87,6 +90,8 @@ class Resample(Generator):
         drift = self.drift
         if not isinstance(drift, int) or isinstance(drift, bool) or drift < 1:
             raise ConfigError(f"resample: drift must be a positive integer (events), got {drift!r}")
+        if not isinstance(self.aligned, bool):
+            raise ConfigError(f"resample: aligned must be true or false, got {self.aligned!r}")
         if self.channels not in ("light", "full"):
             raise ConfigError(f"resample: channels must be 'light' or 'full', got {self.channels!r}")
         from tracesynth.sampling.thread_seams import machine_states
@@ -122,7 +127,7 @@ class Resample(Generator):
         bound = training.least_shared(COPY_SPAN) + SPLICE_MARGIN
         for piece in walk_pieces(self.piece):  # the last is kept even above the bound (the evaluation flags it)
             walked = resample(training, n_events, piece, np.random.default_rng([seed, piece]), k=self.context,
-                              drift=self.drift)
+                              drift=self.drift, aligned=self.aligned)
             rows = np.concatenate([np.arange(a, b) for a, b in walked.steps])[:n_events]
             share = training.most_copied(training.codes[rows], COPY_SPAN)
             if share <= bound:
@@ -136,7 +141,7 @@ class Resample(Generator):
         events = events.set_column(events.schema.get_field_index("ts"), "ts", pa.array(ts, pa.int64()))
         seconds = time.perf_counter() - started
         extra = {"generator": self.name, "channels": self.channels, "piece": piece, "context": self.context,
-                 "drift": self.drift, "seed": seed, "segments": walked.segments,
+                 "drift": self.drift, "aligned": self.aligned, "seed": seed, "segments": walked.segments,
                  "chunks_over_max_copy": walked.over, "copy_share_256_one_run": round(share, 4),
                  "training_runs_least_share": round(bound - SPLICE_MARGIN, 4), "within_bound": share <= bound,
                  "sample_seconds": round(seconds, 3), "events_per_second": round(n_events / max(seconds, 1e-9), 1)}

@@ -260,7 +260,8 @@ def covered(codes: np.ndarray, spans: np.ndarray, support: np.ndarray, k: int = 
 
 def splice(codes: np.ndarray, gaps: np.ndarray, runs: Training | list[tuple[np.ndarray, np.ndarray]],
            rng: np.random.Generator, k: int = ANCHOR, max_copy: int = MAX_COPY, keep: int = 0,
-           phase: bool = True, walk: int = 0, walk_context: int = 0, walk_drift: int | None = None) -> SpliceResult:
+           phase: bool = True, walk: int = 0, walk_context: int = 0, walk_drift: int | None = None,
+           walk_aligned: bool = False) -> SpliceResult:
     """Splice training's events into the uncovered stretches of `codes` (module docstring).
     `runs`: (codes, gaps) of each training run, or a `Training` built from them (reused across
     calls); the first `keep` events stay as they are (known events, e.g. a prefix); `phase`:
@@ -269,8 +270,9 @@ def splice(codes: np.ndarray, gaps: np.ndarray, runs: Training | list[tuple[np.n
     them as sampled; `MAX_COPY`'s note), matching the last `walk_context` events at each jump
     (0: `k`, the anchors' length); `walk_drift`: each jump lands within this many events of the
     place the walk would have reached had it stayed in the run it began in (None: within
-    `MAX_DRIFT` of the stretch's place in the trace, as published). `resample`'s `context` and
-    `drift`: a walk from a run's start has the trace's places as its own."""
+    `MAX_DRIFT` of the stretch's place in the trace, as published); `walk_aligned`: each jump draws
+    among one place per run, the nearest (`_near`). `resample`'s `context`, `drift` and `aligned`:
+    a walk from a run's start has the trace's places as its own."""
     codes, gaps = np.asarray(codes, dtype=np.int64), np.asarray(gaps, dtype=np.int64)
     n = len(codes)
     max_span = max_copy - 2 * k
@@ -314,7 +316,7 @@ def splice(codes: np.ndarray, gaps: np.ndarray, runs: Training | list[tuple[np.n
             spliced += 1
         elif walk and phase:
             bridge = _walk(codes, i, end, done, placed - done, training, walk_context or k, walk, rng, taken, pieces,
-                           max_copy, long_grams, walk_drift)
+                           max_copy, long_grams, walk_drift, walk_aligned)
             if bridge is not None:
                 lo, hi, pieces_walked = bridge
                 steps = [(a, b, int(training.run_of(a))) for a, b in pieces_walked]
@@ -420,7 +422,7 @@ def _match(codes, start, end, done, shift, training: Training, k, taken, rng, ma
 
 
 def _walk(codes, start, end, done, shift, training: Training, k, piece, rng, taken, pieces, max_copy, long_grams,
-          drift=None):
+          drift=None, aligned=False):
     """(lo, hi, [(a, b), ...]): training events a..b-1, piece after piece, to put in place of
     codes[lo:hi] for the uncovered stretch codes[start:end] that no anchors match (`MAX_COPY`'s
     note), or None: no place in training near this phase holds the k events before the stretch,
@@ -428,7 +430,8 @@ def _walk(codes, start, end, done, shift, training: Training, k, piece, rng, tak
     far, up to codes[done]. The walk ends where the k events after the stretch follow in
     training or, failing that within two pieces of the stretch's length, at that length. `drift`:
     jumps land within this many events of where the walk would be in the run it began in (None:
-    within `MAX_DRIFT` of the stretch's place in the trace)."""
+    within `MAX_DRIFT` of the stretch's place in the trace); `aligned`: one place per run at each
+    jump, the nearest (`_near`)."""
     index, train_codes = training.index(k), training.codes
     n = len(codes)
     lo, p = start, None
@@ -483,7 +486,7 @@ def _walk(codes, start, end, done, shift, training: Training, k, piece, rng, tak
     place = lo + shift if drift is None else p - int(training.offsets[training.run_at(p)])
     for _ in range(WALK_TRIES):
         steps, _ = _steps(p, place, want, training, index, k, piece, rng, targets, room_after, room,
-                          drift=MAX_DRIFT if drift is None else drift)
+                          drift=MAX_DRIFT if drift is None else drift, aligned=aligned)
         if steps:
             events = np.concatenate([train_codes[a:b] for a, b in steps])
             window = np.concatenate([before, events, codes[hi:hi + max_copy]])
@@ -513,7 +516,7 @@ class Resampled:
 
 
 def resample(training: Training, n_events: int, piece: int, rng: np.random.Generator, k: int = ANCHOR,
-             max_copy: int = MAX_COPY, drift: int = MAX_DRIFT) -> Resampled:
+             max_copy: int = MAX_COPY, drift: int = MAX_DRIFT, aligned: bool = False) -> Resampled:
     """`n_events` of training's own events with no model at all: the splice's walk (`_steps`, pieces
     of about `piece` events, each next piece from a place drawn among those where the last `k`
     events occur, within `drift` events of the output's own position in its run: the splice's
@@ -524,7 +527,8 @@ def resample(training: Training, n_events: int, piece: int, rng: np.random.Gener
     training's (max_copy+1)-grams and drawn again up to `WALK_TRIES` times; where every draw makes
     a longer verbatim copy (a stretch of a run no other place shares, e.g. a process start-up),
     the draw with the fewest such grams is kept and counted in `over`. The reference the spliced
-    model must beat: what it scores is the walk's, not a network's."""
+    model must beat: what it scores is the walk's, not a network's. `aligned`: each jump draws
+    among one place per training run, the one nearest the output's own position (`_near`)."""
     if n_events < 1 or not training.runs:
         raise ValueError("resample: needs at least one training run and a positive length")
     if piece < 2 or 2 * piece >= max_copy - 1:
@@ -543,7 +547,7 @@ def resample(training: Training, n_events: int, piece: int, rng: np.random.Gener
         best = None
         for _ in range(WALK_TRIES):
             walked, then = _steps(p, place, min(RESAMPLE_CHUNK, n_events - length), training, index, k, piece, rng,
-                                  none, none, max_copy - 1, branches, drift)
+                                  none, none, max_copy - 1, branches, drift, aligned)
             window = np.concatenate([tail, *[codes[a:b] for a, b in walked]])
             hits = int(in_sorted(kgram_hashes(window, max_copy + 1), long_grams).sum()) if len(window) > max_copy else 0
             if best is None or hits < best[0]:
@@ -560,7 +564,7 @@ def resample(training: Training, n_events: int, piece: int, rng: np.random.Gener
 
 
 def _steps(p, place, want, training: Training, index: _Index, k, piece, rng, targets, room_after, room,
-           branches=None, drift=MAX_DRIFT):
+           branches=None, drift=MAX_DRIFT, aligned=False):
     """The pieces (a, b) of one walk from training event p, at `place` in the output, for `want`
     events: ending where a target follows within its room (`room_after`), or past `want` by two
     pieces without one; the first piece under `room` less two pieces. `branches`
@@ -598,7 +602,7 @@ def _steps(p, place, want, training: Training, index: _Index, k, piece, rng, tar
                 j = np.searchsorted(branches, p)
                 p = min(int(branches[j]) if j < len(branches) else run_end, run_end)
             near_end = (targets, np.minimum(room_after, 2 * piece)) if length + p - first >= want - 2 * piece else None
-            q = _jump(p, place + length + p - first, training, index, k, rng, near_end, drift)
+            q = _jump(p, place + length + p - first, training, index, k, rng, near_end, drift, aligned)
             if q != p:
                 jumped = q
                 break
@@ -613,14 +617,14 @@ def _steps(p, place, want, training: Training, index: _Index, k, piece, rng, tar
     return [(a, b) for a, b in steps if b > a], pending
 
 
-def _jump(p, place, training: Training, index: _Index, k, rng, ends=None, drift=MAX_DRIFT) -> int:
+def _jump(p, place, training: Training, index: _Index, k, rng, ends=None, drift=MAX_DRIFT, aligned=False) -> int:
     """Where the walk goes on after training event p-1: one of the places the k events before p
     occur (`_places`), drawn alike, so that the walk leaves p's continuation as often as the
     training runs do after those k events (always taking a place that goes on differently made
     build's walks skip its process starts: TSTR/TRTR 0.89 against 1.00); where there are `ends`
     (targets, how far before each the walk may come in), one a right anchor follows within its
     reach first. p itself where the draw goes on as p does (the same next event)."""
-    where, runs, same = _places(p, place, training, index, k, drift)
+    where, runs, same = _places(p, place, training, index, k, drift, aligned)
     if not len(where):
         return p
     reaches = np.zeros(len(where), dtype=bool)
@@ -638,31 +642,41 @@ def _jump(p, place, training: Training, index: _Index, k, rng, ends=None, drift=
     return p if same[pick] and not reaches[pick] else int(where[pick])
 
 
-def _places(p, place, training: Training, index: _Index, k, drift=MAX_DRIFT):
+def _places(p, place, training: Training, index: _Index, k, drift=MAX_DRIFT, aligned=False):
     """(places, their runs, whether each goes on as p does): where in training the k events
     before p occur (p among them), within `drift` of `place` in the output, each with an
-    event after it."""
+    event after it (`aligned`: the nearest `place` in each run only)."""
     start = p - k
     first, end = training.spans[training.run_at(p - 1)]
     if start < first or not index.starts[start]:  # (start < first: the k events span two runs)
         empty = np.zeros(0, np.int64)
         return empty, empty, np.zeros(0, dtype=bool)
     state = None if training.states is None else training.states[p - 1]
-    where, runs = _near(*training.places_after(index, index.at[start], state), place, training, drift)
+    where, runs = _near(*training.places_after(index, index.at[start], state), place, training, drift, aligned)
     codes = training.codes
     return where, runs, codes[where] == (codes[p] if p < end else -1)  # none after a run's end
 
 
-def _near(where, runs, place, training: Training, drift=MAX_DRIFT):
+def _near(where, runs, place, training: Training, drift=MAX_DRIFT, aligned=False):
     """The places of `where` (ascending, as `_Index.find` gives them; `runs`: theirs) that have an
     event after them in their run and sit within `drift` of `place` in it: one slice per run,
     found by bisection (a 64-gram of scimark's or fileio's loop occurs thousands of times; the
-    walk asks at every event)."""
+    walk asks at every event). `aligned`: of each run's, only the one nearest `place` (the
+    earlier of two as near): the walk then branches between runs at the same moment of each,
+    never back or ahead within one -- which in a repeated structure repeats or skips what the
+    run holds once (pybench's windows 0.72 -> 0.64 at a 16-event match and a 64-event drift,
+    three seeds, a dev probe)."""
     keep = []
     for first, end in training.spans:
         lo = where.searchsorted(max(first + 1, first + place - drift), "left")
         hi = where.searchsorted(min(end - 1, first + place + drift), "right")
         if hi > lo:
+            if aligned:
+                target = first + place
+                at = lo + int(where[lo:hi].searchsorted(target, "left"))
+                if at == hi or (at > lo and target - where[at - 1] <= where[at] - target):
+                    at -= 1
+                lo, hi = at, at + 1
             keep.append((lo, hi))
     if len(keep) == 1:  # slices, not copies: most grams' places lie in one run's stretch
         (lo, hi), = keep
