@@ -251,7 +251,8 @@ class TraceSynth(Generator):
                               f"not {splice_walk_context}")
         self.splice_walk_context = splice_walk_context  # sampling: the walk's match at each jump (0: the anchor's)
         if splice_walk_drift < 0:
-            raise ConfigError(f"splice_walk_drift must be 0 (the splice's) or a number of events, not {splice_walk_drift}")
+            raise ConfigError("splice_walk_drift must be 0 (the splice's) or a number of events, "
+                              f"not {splice_walk_drift}")
         self.splice_walk_drift = splice_walk_drift  # sampling: how far from its own course the walk may land
         self.splice_walk_aligned = bool(splice_walk_aligned)  # sampling: one place per run at each jump
         self.keep_runs = keep_runs  # training: keep the runs' event sequences with the model (splice, anchor)
