@@ -151,6 +151,12 @@ $TS compare benchmarks/results/experiments-resample-run3 benchmarks/results/expe
 $TS compare benchmarks/results/experiments-resample-run3 benchmarks/results/experiments-resample-context16-run3 \
     -m disc_512 -m tstr_trtr -m copy_rate_256 -o "$OUT/compare-resample-context.md" \
     | grep -E '^\| (stream|tar|\*\*mean)'
+# The whole-row walk with a 16-event match and jumps within 64 events of its own place
+# (`--context 16 --drift 64 --channels full`) against the default whole-row walk: a third less
+# copying at level windows over two folds (docs/results.md, "The walk over whole rows").
+$TS compare benchmarks/results/experiments-resample-full-run3 benchmarks/results/experiments-resample-full-drift-run3 \
+    --where-a generator=resample-full -m disc_512 -m copy_rate_256 -o "$OUT/compare-resample-full-drift.md" \
+    | grep -E '^\| (build|pybench|\*\*mean)'
 # One run's grid split in two: the same workloads and seeds at context 256 and 16384.
 $TS compare benchmarks/results/experiments-context-ngram --where-a context=256 --where-b context=16384 \
     -m tstr_trtr -m disc_2048 -o "$OUT/compare-context.md" >/dev/null
