@@ -124,14 +124,16 @@ SPLICE_WALK = 128
 SPLICE_WALK_MIN = 32
 # What the splice's walk matches at each jump (0: the splice's anchor, 64 events) and how far a
 # jump may land from where the walk would be had it stayed in the run it began in (0: within the
-# splice's `MAX_DRIFT` of the stretch's place in the trace, as published): the no-model walk
-# (`resample`) with a 16-event match and a 64-event drift came closer to real (pybench's 512-event
-# windows 0.81 -> 0.72, run 3 held out) at about the same copying (docs/results.md, "The walk's
-# drift"). Defaults: the walk as published.
+# splice's `MAX_DRIFT` of the stretch's place in the trace, as published). The no-model walk with a
+# 16-event match and a 64-event drift came closer to real (pybench's 512-event windows 0.81 ->
+# 0.72); in the splice the same settings copy less (build 0.51 -> 0.21, pybench 0.50 -> 0.26) at
+# windows 0.04 further off (experiments-splice-walk-drift-run3): privacy settings, so the defaults
+# stay the walk as published (docs/model.md, "The walk's match, drift and alignment").
 SPLICE_WALK_CONTEXT = 0
 SPLICE_WALK_DRIFT = 0
 # Whether each of the walk's jumps draws among one place per training run, the nearest (`resample
-# --aligned`: branches between runs, never back or ahead within one). Off: the walk as published.
+# --aligned`: branches between runs, never back or ahead within one). Off: in the splice it made
+# build's windows 0.59 -> 0.84 (experiments-splice-walk-aligned-run3).
 SPLICE_WALK_ALIGNED = False
 
 
