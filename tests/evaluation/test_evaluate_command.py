@@ -101,6 +101,13 @@ def test_baseline_resample_walks_a_real_run(tmp_path, capsys):
                  "-o", str(out)]) == 0
     assert tracesynth.load(out).meta.extra["aligned"] is True
     assert "within 64 of its place in the run, the nearest place in each run;" in " ".join(capsys.readouterr().err.split())
+    assert main(["baseline", "resample", str(run), "-n", "3000", "--context", "16", "--drift", "64", "--aligned-shared",
+                 "-o", str(out)]) == 0
+    assert tracesynth.load(out).meta.extra["aligned"] == "shared"
+    assert "the nearest place in each run where two runs or more hold one;" in " ".join(capsys.readouterr().err.split())
+    assert main(["baseline", "resample", str(run), "-n", "10", "--aligned", "--aligned-shared",
+                 "-o", str(tmp_path / "y.csv")]) != 0
+    assert "choose --aligned or --aligned-shared, not both" in capsys.readouterr().err
     assert synthetic.column("tid").null_count == 5000  # light unless told
     assert main(["baseline", "resample", str(run), "-n", "10", "--channels", "all", "-o", str(tmp_path / "x.csv")]) != 0
     assert "resample: channels must be 'light' or 'full'" in capsys.readouterr().err

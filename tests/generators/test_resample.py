@@ -41,7 +41,8 @@ def test_conformance():
 
 @pytest.mark.parametrize("params", [{"piece": 1}, {"piece": 511}, {"piece": 64.0}, {"piece": True},
                                     {"channels": "all"}, {"context": 0}, {"context": 257}, {"context": 8.0},
-                                    {"drift": 0}, {"drift": 64.0}, {"aligned": 1}])
+                                    {"drift": 0}, {"drift": 64.0}, {"aligned": 1},
+                                    {"aligned": "nearest"}])
 def test_bad_parameters_are_refused(params):
     with pytest.raises(ConfigError):
         Resample(**params).fit(_runs("sqlite", (1,), 3000))
@@ -161,6 +162,11 @@ def test_an_aligned_walk_branches_between_runs_not_back_or_ahead_within_one():
     near, near_runs = _near(where, runs, 50, training, drift=64, aligned=True)
     assert near.tolist() == [40, first + 50] and near_runs.tolist() == [0, 1]
     assert _near(where, runs, 50, training, drift=64)[0].tolist() == [10, 40, 60, 90, first + 50, first + 70]
+    # "shared": aligned where both runs hold places; where one run alone does, all of them
+    assert _near(where, runs, 50, training, drift=64, aligned="shared")[0].tolist() == [40, first + 50]
+    alone = where[:4]
+    assert _near(alone, runs[:4], 50, training, drift=64, aligned="shared")[0].tolist() == [10, 40, 60, 90]
+    assert _near(alone, runs[:4], 50, training, drift=64, aligned=True)[0].tolist() == [40]
     within = {}
     for aligned in (False, True):
         walked = resample(training, 12000, 128, np.random.default_rng(3), k=16, drift=64, aligned=aligned)

@@ -110,6 +110,10 @@ def baseline(
                                  help="resample: each jump draws among one place per training run, the one nearest "
                                       "the output's own position (branches between runs, never back or ahead "
                                       "within one)."),
+    aligned_shared: bool = typer.Option(False, "--aligned-shared",
+                                        help="resample: as --aligned only where two training runs or more hold "
+                                             "the walk's last events within the drift; where one run alone does, "
+                                             "any of its places there."),
     channels: str = typer.Option("light", "--channels",
                                  help="resample: light (event types and times) or full (whole rows)."),
     seed: int = typer.Option(0, "--seed", help="Random seed (same seed, same trace)."),
@@ -120,8 +124,11 @@ def baseline(
     from tracesynth import load
     from tracesynth.generators import make
 
+    if aligned and aligned_shared:
+        raise ConfigError("resample: choose --aligned or --aligned-shared, not both")
     params = {"markov": {"order": order}, "copy": {"chunk_length": chunk},
-              "resample": {"piece": piece, "context": context, "drift": drift, "aligned": aligned,
+              "resample": {"piece": piece, "context": context, "drift": drift,
+                           "aligned": "shared" if aligned_shared else aligned,
                            "channels": channels}}
     if kind not in params:
         raise ConfigError(f"unknown baseline {kind!r}; choose markov, copy or resample")
@@ -139,7 +146,9 @@ def baseline(
         extra = trace.meta.extra
         console_err.print(f"walk: pieces of ~{extra['piece']}, jumps after {extra['context']} matching events, "
                           f"within {extra['drift']:,} of its place in the run"
-                          + (", the nearest place in each run" if extra.get("aligned") else "") + "; "
+                          + {True: ", the nearest place in each run",
+                             "shared": ", the nearest place in each run where two runs or more hold one"}.get(
+                              extra.get("aligned"), "") + "; "
                           f"{extra['copy_share_256_one_run']:.2f} of its 256-event spans from one training run, "
                           f"where the least one training run has of another is "
                           f"{extra['training_runs_least_share']:.2f}"
