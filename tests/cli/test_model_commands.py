@@ -212,11 +212,12 @@ def test_generate_splice_says_why_it_is_off_and_rejects_a_short_anchor(trained, 
     assert not (tmp_path / "x.parquet").exists()
     assert main(["generate", str(model), "-n", "30", "--splice", "64", "--splice-walk", "-4",
                  "-o", str(tmp_path / "x.parquet")]) == 2
-    assert "--splice-walk must be >= 0, got -4" in capsys.readouterr().err
+    assert "--splice-walk must be 0 (no walk) or a piece of at least 2 events, got -4" in capsys.readouterr().err
     assert not (tmp_path / "x.parquet").exists()
     for flag, value, said in (("--splice-walk-context", "1", "--splice-walk-context must be 0 (the splice's anchor) "
-                                                             "or at least 2 events, got 1"),
-                              ("--splice-walk-drift", "-64", "--splice-walk-drift must be >= 0, got -64")):
+                                                             "or a match of at least 2 events, got 1"),
+                              ("--splice-walk-drift", "-64", "--splice-walk-drift must be 0 (the splice's) "
+                                                             "or a number of events, got -64")):
         assert main(["generate", str(model), "-n", "30", "--splice", "64", flag, value,
                      "-o", str(tmp_path / "x.parquet")]) == 2
         assert said in capsys.readouterr().err

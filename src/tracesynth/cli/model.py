@@ -273,6 +273,7 @@ def generate(
 ):
     """Generate a synthetic trace of any length with a trained model."""
     from tracesynth.generators.diffusion import TraceSynth, constraint_tools
+    from tracesynth.generators.splice_settings import splice_setting_problem
     from tracesynth.model.precision import resolve_precision
     from tracesynth.sinks import sink_for
 
@@ -297,26 +298,21 @@ def generate(
         ("--prior-from", prior_from, "prior_from", 0, False),
         ("--start-steps", start_steps, "start_steps", 1, False),
         ("--start-anchor", start_anchor, "start_anchor", 0, False),
-        ("--splice", splice, "splice", 0, False),
-        ("--splice-walk", splice_walk, "splice_walk", 0, False),
-        ("--splice-walk-context", splice_walk_context, "splice_walk_context", 0, False),
-        ("--splice-walk-drift", splice_walk_drift, "splice_walk_drift", 0, False),
     )
     for flag, value, _, least, strict in overrides:
         if value is not None and (value <= least if strict else value < least):
             raise ConfigError(f"{flag} must be {'positive' if strict else f'>= {least}'}, got {value}")
-    for _, value, attribute, _, _ in overrides:
+    # the splice's settings: TraceSynth's own rule (the loaded model is built; these override it)
+    splice_overrides = (("splice", splice), ("splice_walk", splice_walk),
+                        ("splice_walk_context", splice_walk_context), ("splice_walk_drift", splice_walk_drift))
+    for attribute, value in splice_overrides:
+        if value is not None and (problem := splice_setting_problem(attribute, value)):
+            raise ConfigError(f"--{attribute.replace('_', '-')} {problem}")
+    for attribute, value in [(attribute, value) for _, value, attribute, _, _ in overrides] + list(splice_overrides):
         if value is not None:
             setattr(gen, attribute, value)
-    if splice:
-        if splice < 16:
-            raise ConfigError(f"--splice must be 0 (off) or an anchor of at least 16 events, got {splice}")
-    if splice_walk == 1:
-        raise ConfigError("--splice-walk must be 0 (no walk) or a piece of at least 2 events, got 1")
     if splice_walk_aligned is not None:
         gen.splice_walk_aligned = splice_walk_aligned
-    if splice_walk_context == 1:
-        raise ConfigError("--splice-walk-context must be 0 (the splice's anchor) or at least 2 events, got 1")
     if prefix_fraction is not None:
         if not 0 <= prefix_fraction < 1:
             raise ConfigError(f"--prefix-fraction must be in [0, 1), got {prefix_fraction}")

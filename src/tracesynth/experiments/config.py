@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tracesynth.errors import ConfigError
+from tracesynth.generators.splice_settings import SPLICE_SETTINGS, splice_setting_problem
 
 CHANNEL_PRESETS = ("light", "full")
 CONSTRAINT_MODES = ("none", "repair", "guided")
@@ -360,16 +361,10 @@ def validate(config: ExperimentConfig, source: str = "<config>") -> ExperimentCo
         _fail(source, "tracesynth.start_steps", f"must be at least 1, got {ts.start_steps}")
     if ts.start_anchor is not None and ts.start_anchor < 0:
         _fail(source, "tracesynth.start_anchor", f"must be 0 (off) or a number of events, got {ts.start_anchor}")
-    if ts.splice is not None and (ts.splice < 0 or 0 < ts.splice < 16):
-        _fail(source, "tracesynth.splice", f"must be 0 (off) or an anchor of at least 16 events, got {ts.splice}")
-    if ts.splice_walk is not None and (ts.splice_walk < 0 or ts.splice_walk == 1):
-        _fail(source, "tracesynth.splice_walk", f"must be 0 (no walk) or a piece of at least 2 events, got {ts.splice_walk}")
-    if ts.splice_walk_context is not None and (ts.splice_walk_context < 0 or ts.splice_walk_context == 1):
-        _fail(source, "tracesynth.splice_walk_context",
-              f"must be 0 (the splice's anchor) or a match of at least 2 events, got {ts.splice_walk_context}")
-    if ts.splice_walk_drift is not None and ts.splice_walk_drift < 0:
-        _fail(source, "tracesynth.splice_walk_drift",
-              f"must be 0 (the splice's) or a number of events, got {ts.splice_walk_drift}")
+    for name in SPLICE_SETTINGS:
+        value = getattr(ts, name)
+        if value is not None and (problem := splice_setting_problem(name, value)):
+            _fail(source, f"tracesynth.{name}", problem)
     if isinstance(ts.cadence, str) and ts.cadence != "auto":
         _fail(source, "tracesynth.cadence", f"expected true, false or auto, got {ts.cadence!r}")
     if ts.guide_rounds is not None and ts.guide_rounds < 0:

@@ -20,6 +20,7 @@ import numpy as np
 from tracesynth.encoding.ngrams import K as NGRAM_K
 from tracesynth.errors import ConfigError, TraceFormatError
 from tracesynth.generators.base import Generator
+from tracesynth.generators.splice_settings import splice_setting_problem
 from tracesynth.model.config import (EMA, START_RATE, VAL_FRACTION, ModelConfig, TrainConfig, phase_config,
                                      size_config)
 from tracesynth.schema import Trace
@@ -242,19 +243,13 @@ class TraceSynth(Generator):
         self.cadence = cadence  # sampling: the cadence scaffold (True, False or "auto")
         self.start_steps = start_steps  # sampling: steps of a trace's first window (None: sample_steps)
         self.start_anchor = start_anchor  # sampling: first events from a training run's start-up (0: off)
-        if splice < 0 or (splice and splice < 16):
-            raise ConfigError(f"splice must be 0 (off) or an anchor of at least 16 events, not {splice}")
+        for name, value in (("splice", splice), ("splice_walk", splice_walk),
+                            ("splice_walk_context", splice_walk_context), ("splice_walk_drift", splice_walk_drift)):
+            if problem := splice_setting_problem(name, value):
+                raise ConfigError(f"{name} {problem}")
         self.splice = splice  # sampling: span splice anchor length (0: off)
-        if splice_walk < 0 or (splice_walk and splice_walk < 2):
-            raise ConfigError(f"splice_walk must be 0 (off) or a piece of at least 2 events, not {splice_walk}")
         self.splice_walk = splice_walk  # sampling: the splice's walk pieces (0: no walk)
-        if splice_walk_context < 0 or (splice_walk_context and splice_walk_context < 2):
-            raise ConfigError("splice_walk_context must be 0 (the splice's anchor) or a match of at least 2 events, "
-                              f"not {splice_walk_context}")
         self.splice_walk_context = splice_walk_context  # sampling: the walk's match at each jump (0: the anchor's)
-        if splice_walk_drift < 0:
-            raise ConfigError("splice_walk_drift must be 0 (the splice's) or a number of events, "
-                              f"not {splice_walk_drift}")
         self.splice_walk_drift = splice_walk_drift  # sampling: how far from its own course the walk may land
         self.splice_walk_aligned = bool(splice_walk_aligned)  # sampling: one place per run at each jump
         self.keep_runs = keep_runs  # training: keep the runs' event sequences with the model (splice, anchor)
