@@ -33,6 +33,10 @@ the walk branches between runs at the same moment of each and never back or ahea
 drift; where one run alone does, the jump draws among all of that run's places there, as
 unaligned (aligned there, the walk could only stay where it is: stream copied 0.44 of its
 256-event spans from one run with run 1 held out, against 0.03 unaligned).
+`piece` sets how often the walk jumps at all: with the 16-event match and 64-event drift, 384-event
+pieces brought the 512-event windows to the floor on average in both folds (pybench 0.72 -> 0.58
+and 0.71 -> 0.48) at more copying (0.39 -> 0.60 of the 256-event spans; tar flagged with run 3
+held out) (experiments-resample-pieces-run3, -run1).
 
 `channels="light"` (the default) writes event types and timestamps, the channels the splice
 replaces, other columns null, as a `light` TraceSynth trace. `channels="full"` copies the rows
