@@ -40,7 +40,8 @@ N_GEN="${DEMO_EVENTS:-$N_TEST}"
 
 step "5. reference generators: an order-8 Markov chain, and training's own events walked piece by piece ($WORKLOAD, runs 1-2)"
 $TS baseline markov "$W/run1.parquet" "$W/run2.parquet" -n "$N_GEN" --order 8 --seed 0 -o "$OUT/markov8.parquet"
-# The span splice's walk with no model (docs/evaluation.md): what `generate --splice 64` must beat.
+# The span splice's walk as published, with no model (docs/evaluation.md): what `generate --splice 64`
+# must beat (its walk since 2026-12-08 is `--piece 384 --context 16 --drift 64` here).
 $TS baseline resample "$W/run1.parquet" "$W/run2.parquet" -n "$N_GEN" --seed 0 -o "$OUT/resample.parquet"
 # The same walk over whole rows (threads, CPUs, return values, payloads): it jumps only where every
 # CPU runs a thread of the same name in the same syscall and renames threads across jumps, so its

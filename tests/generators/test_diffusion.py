@@ -164,13 +164,14 @@ def test_span_splice_puts_training_events_into_slips_and_is_undone_where_it_woul
     assert frame["event"].iloc[:64].tolist() == held_out.slice(0, 64).to_pandas()["event"].tolist()  # the first anchor
     # a training run with slips, spliced without the walk, is that run again: more copying than
     # the runs do between themselves (0.75 against 0.63 + 0.10), so the trace is left as sampled
+    assert (gen.splice_walk, gen.splice_walk_context, gen.splice_walk_drift) == (384, 16, 64)  # the defaults
     gen.splice_walk = 0
     again = gen._splice(slipped(runs[0]), "sqlite", 0, 6000)
     assert again.meta.extra["splice"]["kept"] is False and "above the least one training run has of another" in again.meta.extra["splice"]["why"]
     assert again.to_pandas()["event"].tolist() == slipped(runs[0]).to_pandas()["event"].tolist()[:6000]
     # with the walk, the two slips whose fix would rejoin run 1 for over 1,023 events are walked
     # elsewhere in training instead, which copies less of run 1 (0.72): under the bound, kept
-    gen.splice_walk = 128
+    gen.splice_walk, gen.splice_walk_context, gen.splice_walk_drift = 128, 0, 0  # the walk as published
     walked = gen._splice(slipped(runs[0]), "sqlite", 0, 6000).meta.extra["splice"]
     assert walked["kept"] and walked["walked"] >= 1 and walked["walk_piece"] == 128
     assert walked["copy_share_256_one_run"] <= walked["training_runs_least_share"] + 0.10
@@ -206,10 +207,10 @@ def test_a_splice_over_the_bound_walks_in_shorter_pieces_then_not_then_by_length
 
     runs = [ds.load("sqlite", r).slice(0, 20000).with_meta(workload="sqlite") for r in (1, 2)]
     gen = TraceSynth(channels="light", splice=64, **TINY).fit(runs)
-    assert gen._splice_passes() == [(True, 128), (True, 64), (True, 32), (True, 0), (False, 0)]
+    assert gen._splice_passes() == [(True, 384), (True, 192), (True, 96), (True, 48), (True, 0), (False, 0)]
     copy = gen._splice_training("sqlite").runs[0]  # a result that is training run 1: over the bound
     for walked, unmatched, passes in ((1, 0, gen._splice_passes()), (0, 2, gen._splice_passes()),
-                                      (0, 0, [(True, 128), (False, 0)])):
+                                      (0, 0, [(True, 384), (False, 0)])):
         calls = []
 
         def fake(codes, gaps, training, rng, k, phase, walk, walk_context, walk_drift, walk_aligned, walked=walked,

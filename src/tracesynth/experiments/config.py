@@ -126,9 +126,9 @@ class TraceSynthSettings:
     start_steps: int | None = None  # denoising steps of a trace's first window (None: the default)
     start_anchor: int | None = None  # a trace's first events from a training run's start-up (None: default; 0: off)
     splice: int | None = None  # span splice anchor length (None: default, off; 0: off)
-    splice_walk: int | None = None  # the splice's walk pieces, in events (None: default, 128; 0: no walk)
-    splice_walk_context: int | None = None  # the walk's match at each jump (None: default; 0: the anchor's)
-    splice_walk_drift: int | None = None  # how far from its own course the walk may land (None/0: the splice's)
+    splice_walk: int | None = None  # the splice's walk pieces, in events (None: default, 384; 0: no walk)
+    splice_walk_context: int | None = None  # the walk's match at each jump (None: default, 16; 0: the anchor's)
+    splice_walk_drift: int | None = None  # how far from its own course the walk may land (None: default, 64; 0: the splice's)
     splice_walk_aligned: bool | None = None  # one place per run at each of the walk's jumps (None: default, off)
 
 

@@ -119,19 +119,19 @@ SPLICE_MARGIN = 0.10
 # Piece length of the splice's walk through stretches no anchors match (sampling/span_splice.py,
 # `MAX_COPY`'s note; 0: leave them as sampled): pieces of at least half to twice this many events
 # (a piece runs on until the walk's draw leaves its run), halved down to SPLICE_WALK_MIN where the
-# walked trace copies more than the bound above. ~256 came closer to real on pybench and build but
-# copied up to the evaluation's flag (docs/model.md, "The walk").
-SPLICE_WALK = 128
+# walked trace copies more than the bound above. Published at 128 (with the two below at 0);
+# 384 since 2026-12-08, with them (docs/model.md, "The walk").
+SPLICE_WALK = 384
 SPLICE_WALK_MIN = 32
 # What the splice's walk matches at each jump (0: the splice's anchor, 64 events) and how far a
 # jump may land from where the walk would be had it stayed in the run it began in (0: within the
-# splice's `MAX_DRIFT` of the stretch's place in the trace, as published). The no-model walk with a
-# 16-event match and a 64-event drift came closer to real (pybench's 512-event windows 0.81 ->
-# 0.72); in the splice the same settings copy less (build 0.51 -> 0.21, pybench 0.50 -> 0.26) at
-# windows 0.04 further off (experiments-splice-walk-drift-run3): privacy settings, so the defaults
-# stay the walk as published (docs/model.md, "The walk's match, drift and alignment").
-SPLICE_WALK_CONTEXT = 0
-SPLICE_WALK_DRIFT = 0
+# splice's `MAX_DRIFT` of the stretch's place in the trace, as published). With 128-event pieces a
+# 16-event match and a 64-event drift copied less (build 0.51 -> 0.21) at windows 0.04 further
+# off; with 384-event pieces the three together brought build's and pybench's 512-event windows
+# closer than the published walk with each of three runs held out, at about its copying
+# (experiments-splice-walk-pieces-run3, -pieces-batch4-run1, -defaults-run2).
+SPLICE_WALK_CONTEXT = 16
+SPLICE_WALK_DRIFT = 64
 # Whether each of the walk's jumps draws among one place per training run, the nearest (`resample
 # --aligned`: branches between runs, never back or ahead within one). Off: in the splice it made
 # build's windows 0.59 -> 0.84 (experiments-splice-walk-aligned-run3).
