@@ -262,7 +262,8 @@ def render_markdown(comparison: Comparison) -> str:
     lines += table
     missing = [m for m in c.metrics if not c.rows[c.rows["metric"] == m]["n"].any()]
     if missing:
-        lines += ["", f"Not in both runs: {', '.join(missing)} (a run from an older version lacks the column)."]
+        lines += ["", f"Not in both runs: {', '.join(missing)} (no value in one of them: a run from an older "
+                      "version, or cells that do not measure it, such as a splice share where the splice is off)."]
     return "\n".join(lines) + "\n"
 
 
