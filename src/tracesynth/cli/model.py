@@ -199,12 +199,14 @@ def generate(
                                          "bound (default: the model's; 384 for a model trained since 2026-12-08, "
                                          "128 before; 0 = leave them as sampled)."),
     splice_walk_context: int = typer.Option(None, "--splice-walk-context",
-                                            help="With --splice: the events the walk matches at each jump (default: the "
-                                                 "model's, 16 since 2026-12-08; 0 = the splice's anchor length)."),
+                                            help="With --splice: the events the walk matches at each jump "
+                                                 "(default: the model's, 16 since 2026-12-08; 0 = the splice's "
+                                                 "anchor length)."),
     splice_walk_drift: int = typer.Option(None, "--splice-walk-drift",
                                           help="With --splice: how far a jump may land from where the walk would "
                                                "be had it stayed in the run it began in, in events (default: the "
-                                               "model's, 64 since 2026-12-08; 0 = within 4096 of the stretch's place)."),
+                                               "model's, 64 since 2026-12-08; 0 = within 4096 of the stretch's "
+                                               "place)."),
     splice_walk_aligned: bool = typer.Option(None, "--splice-walk-aligned/--no-splice-walk-aligned",
                                              help="With --splice: each of the walk's jumps draws among one place per "
                                                   "training run, the one nearest its own position (default: the "

@@ -128,7 +128,7 @@ class TraceSynthSettings:
     splice: int | None = None  # span splice anchor length (None: default, off; 0: off)
     splice_walk: int | None = None  # the splice's walk pieces, in events (None: default, 384; 0: no walk)
     splice_walk_context: int | None = None  # the walk's match at each jump (None: default, 16; 0: the anchor's)
-    splice_walk_drift: int | None = None  # how far from its own course the walk may land (None: default, 64; 0: the splice's)
+    splice_walk_drift: int | None = None  # how far off its course a jump may land (None: default, 64; 0: the splice's)
     splice_walk_aligned: bool | None = None  # one place per run at each of the walk's jumps (None: default, off)
 
 
