@@ -305,14 +305,15 @@ def generate(
     for flag, value, _, least, strict in overrides:
         if value is not None and (value <= least if strict else value < least):
             raise ConfigError(f"{flag} must be {'positive' if strict else f'>= {least}'}, got {value}")
-    # the splice's settings: TraceSynth's own rule (the loaded model is built; these override it)
-    splice_overrides = (("splice", splice), ("splice_walk", splice_walk),
-                        ("splice_walk_context", splice_walk_context), ("splice_walk_drift", splice_walk_drift))
-    for attribute, value in splice_overrides:
-        if value is not None and (problem := splice_setting_problem(attribute, value)):
-            raise ConfigError(f"--{attribute.replace('_', '-')} {problem}")
-    for attribute, value in [(attribute, value) for _, value, attribute, _, _ in overrides] + list(splice_overrides):
+    for _, value, attribute, _, _ in overrides:
         if value is not None:
+            setattr(gen, attribute, value)
+    # the splice's settings: TraceSynth's own rule (the loaded model is built; these override it)
+    for attribute, value in (("splice", splice), ("splice_walk", splice_walk),
+                             ("splice_walk_context", splice_walk_context), ("splice_walk_drift", splice_walk_drift)):
+        if value is not None:
+            if problem := splice_setting_problem(attribute, value):
+                raise ConfigError(f"--{attribute.replace('_', '-')} {problem}")
             setattr(gen, attribute, value)
     if splice_walk_aligned is not None:
         gen.splice_walk_aligned = splice_walk_aligned
